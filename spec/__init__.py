@@ -1,0 +1,1 @@
+"""Runners for the MongoDB specifications' own test suites (one module per suite)."""

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+import pytest
+
+from spec.support import iter_missing, in_ci, spec_dir
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return
+    for missing in iter_missing(callspec.params.values()):
+        message = f"spec data for {missing.where} not found under {spec_dir()} (set GREENMONGO_SPEC_DIR)"
+        if in_ci():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)

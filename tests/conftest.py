@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import atexit
+import os
+
+import pytest
+
+from tests.servers.secantus import SecantusServer
+
+
+@pytest.fixture(scope="session")
+def server_uri() -> str:
+    """A MongoDB URI for the integration tests: ``MONGODB_URI`` or a fresh SecantusDB for this session."""
+    override = os.environ.get("MONGODB_URI")
+    if override:
+        yield override
+        return
+    server = SecantusServer()
+    atexit.register(server.stop)  # even if pytest is killed past its teardown
+    server.start()
+    try:
+        yield server.uri
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fresh_server():
+    """A SecantusDB of this test's own (for heavy modules, restarts or special flags)."""
+    servers = []
+
+    def start(**kwargs) -> SecantusServer:
+        server = SecantusServer(**kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

@@ -1,0 +1,158 @@
+"""Start and stop a SecantusDB server as a subprocess on a free loopback port.
+
+SecantusDB is GPL-2.0: we only ever run its executable, never import it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+from greenmongo import bson
+
+_OP_MSG = 2013
+_HEADER = struct.Struct("<iiii")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def executable() -> str:
+    beside = Path(sys.executable).parent / "secantusd-py"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("secantusd-py")
+    if not found:
+        raise RuntimeError("secantusd-py not found: install the test extra (pip install -e '.[test]')")
+    return found
+
+
+def raw_command(host: str, port: int, command: dict, timeout: float = 2.0) -> dict:
+    """One OP_MSG round trip on a plain blocking socket: independent of the driver under test."""
+    body = b"\x00\x00\x00\x00" + b"\x00" + bson.encode(command)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(_HEADER.pack(16 + len(body), 1, 0, _OP_MSG) + body)
+        header = _recv_exactly(sock, 16)
+        length, _request_id, response_to, opcode = _HEADER.unpack(header)
+        if opcode != _OP_MSG or response_to != 1:
+            raise RuntimeError(f"unexpected reply header opcode={opcode} responseTo={response_to}")
+        payload = _recv_exactly(sock, length - 16)
+    # flags (4 bytes) + section kind 0 + document
+    return bson.decode(payload[5:])
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = sock.recv(n)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+class SecantusServer:
+    """One ``secantusd-py`` process; ``stop()`` always kills it, even mid-start."""
+
+    def __init__(
+        self,
+        *,
+        auth: bool = False,
+        standalone: bool = False,
+        tls_cert_file: Optional[str] = None,
+        tls_key_file: Optional[str] = None,
+        tls_ca_file: Optional[str] = None,
+        extra_args: Sequence[str] = (),
+        port: Optional[int] = None,
+        host: str = "127.0.0.1",
+        storage_path: str = ":memory:",
+    ) -> None:
+        self.host = host
+        self.port = port or free_port(host)
+        self.args = [executable(), "--host", host, "--port", str(self.port),
+                     "--storage-path", storage_path, "--enable-test-commands", "--log-level", "WARNING"]
+        if auth:
+            self.args.append("--auth")
+        if standalone:
+            self.args.append("--standalone")
+        for flag, value in (("--tls-cert-file", tls_cert_file), ("--tls-key-file", tls_key_file),
+                            ("--tls-ca-file", tls_ca_file)):
+            if value:
+                self.args += [flag, value]
+        self.args += list(extra_args)
+        self.tls = bool(tls_cert_file)
+        self.process: Optional[subprocess.Popen] = None
+        self._log = tempfile.TemporaryFile()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://{self.host}:{self.port}/"
+
+    def start(self, timeout: float = 30.0) -> "SecantusServer":
+        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=self._log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            self._wait_until_listening(timeout)
+            if not self.tls:
+                reply = raw_command(self.host, self.port, {"hello": 1, "$db": "admin"})
+                if reply.get("ok") != 1:
+                    raise RuntimeError(f"SecantusDB answered hello with {reply!r}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_listening(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"secantusd-py exited with {self.process.returncode}: {self.log_tail()}")
+            try:
+                socket.create_connection(self.address, timeout=0.5).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"secantusd-py did not listen within {timeout}s: {self.log_tail()}")
+                time.sleep(0.05)
+
+    def log_tail(self, limit: int = 4000) -> str:
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-limit:]
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                process.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def __enter__(self) -> "SecantusServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
