@@ -1,0 +1,155 @@
+"""CodecOptions: how BSON maps to Python (document class, time zones, UUIDs, custom types)."""
+
+from __future__ import annotations
+
+import abc
+import datetime
+from collections.abc import MutableMapping
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Type
+
+from greenmongo.bson.binary import ALL_UUID_REPRESENTATIONS, UUID_REPRESENTATION_NAMES, UuidRepresentation
+from greenmongo.bson.datetime_ms import DatetimeConversion
+
+
+class TypeEncoder(abc.ABC):
+    """Encodes a custom Python type as something BSON knows."""
+
+    @property
+    @abc.abstractmethod
+    def python_type(self) -> Any: ...
+
+    @abc.abstractmethod
+    def transform_python(self, value: Any) -> Any: ...
+
+
+class TypeDecoder(abc.ABC):
+    """Decodes a BSON type into a custom Python value."""
+
+    @property
+    @abc.abstractmethod
+    def bson_type(self) -> Any: ...
+
+    @abc.abstractmethod
+    def transform_bson(self, value: Any) -> Any: ...
+
+
+class TypeCodec(TypeEncoder, TypeDecoder):
+    """Both directions for one custom type."""
+
+
+class TypeRegistry:
+    """Custom codecs plus a fallback encoder, looked up by exact type."""
+
+    def __init__(self, type_codecs: Optional[Iterable[Any]] = None,
+                 fallback_encoder: Optional[Callable[[Any], Any]] = None) -> None:
+        self.__type_codecs = list(type_codecs or [])
+        self._fallback_encoder = fallback_encoder
+        self._encoder_map: dict[Any, Callable[[Any], Any]] = {}
+        self._decoder_map: dict[Any, Callable[[Any], Any]] = {}
+        if fallback_encoder is not None and not callable(fallback_encoder):
+            raise TypeError("fallback_encoder must be callable")
+        for codec in self.__type_codecs:
+            is_valid = False
+            if isinstance(codec, TypeEncoder):
+                self._validate(codec.python_type, "encode")
+                self._encoder_map[codec.python_type] = codec.transform_python
+                is_valid = True
+            if isinstance(codec, TypeDecoder):
+                self._validate(codec.bson_type, "decode")
+                self._decoder_map[codec.bson_type] = codec.transform_bson
+                is_valid = True
+            if not is_valid:
+                raise TypeError(f"expected a TypeEncoder, TypeDecoder or TypeCodec, not {codec!r}")
+
+    @staticmethod
+    def _validate(python_type: Any, direction: str) -> None:
+        from greenmongo.bson.codec import BUILTIN_ENCODED_TYPES  # codec imports us: defer
+
+        if python_type in BUILTIN_ENCODED_TYPES or (isinstance(python_type, type) and any(
+                issubclass(python_type, t) for t in BUILTIN_ENCODED_TYPES)):
+            raise TypeError(f"cannot register a custom {direction}r for {python_type}: "
+                            "BSON already handles that type natively")
+
+    @property
+    def codecs(self) -> list:
+        return list(self.__type_codecs)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self._encoder_map or self._decoder_map or self._fallback_encoder)
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, TypeRegistry):
+            return NotImplemented
+        return (self._decoder_map == other._decoder_map and self._encoder_map == other._encoder_map
+                and self._fallback_encoder == other._fallback_encoder)
+
+    def __repr__(self) -> str:
+        return f"TypeRegistry(type_codecs={self.__type_codecs!r}, fallback_encoder={self._fallback_encoder!r})"
+
+
+class _CodecOptionsBase(NamedTuple):
+    document_class: Type[Mapping[str, Any]]
+    tz_aware: bool
+    uuid_representation: int
+    unicode_decode_error_handler: str
+    tzinfo: Optional[datetime.tzinfo]
+    type_registry: TypeRegistry
+    datetime_conversion: DatetimeConversion
+
+
+class CodecOptions(_CodecOptionsBase):
+    """Immutable; build variants with ``with_options``."""
+
+    def __new__(
+        cls,
+        document_class: Optional[Type[Mapping[str, Any]]] = None,
+        tz_aware: bool = False,
+        uuid_representation: Optional[int] = UuidRepresentation.UNSPECIFIED,
+        unicode_decode_error_handler: str = "strict",
+        tzinfo: Optional[datetime.tzinfo] = None,
+        type_registry: Optional[TypeRegistry] = None,
+        datetime_conversion: Optional[DatetimeConversion] = DatetimeConversion.DATETIME,
+    ) -> "CodecOptions":
+        from greenmongo.bson.raw import RawBSONDocument
+
+        doc_class = document_class or dict
+        if not (issubclass(doc_class, (MutableMapping, RawBSONDocument))
+                or (isinstance(doc_class, type) and issubclass(doc_class, Mapping))):
+            raise TypeError("document_class must be dict, a MutableMapping subclass or RawBSONDocument")
+        if not isinstance(tz_aware, bool):
+            raise TypeError(f"tz_aware must be True or False, not {tz_aware!r}")
+        if uuid_representation is None:
+            uuid_representation = UuidRepresentation.UNSPECIFIED
+        if uuid_representation not in ALL_UUID_REPRESENTATIONS:
+            raise ValueError("uuid_representation must be a value from UuidRepresentation")
+        if not isinstance(unicode_decode_error_handler, str):
+            raise ValueError("unicode_decode_error_handler must be a string")
+        if tzinfo is not None:
+            if not isinstance(tzinfo, datetime.tzinfo):
+                raise TypeError("tzinfo must be an instance of datetime.tzinfo")
+            if not tz_aware:
+                raise ValueError("cannot specify tzinfo without also setting tz_aware=True")
+        type_registry = type_registry or TypeRegistry()
+        if not isinstance(type_registry, TypeRegistry):
+            raise TypeError("type_registry must be an instance of TypeRegistry")
+        if datetime_conversion is None:
+            datetime_conversion = DatetimeConversion.DATETIME
+        datetime_conversion = DatetimeConversion(datetime_conversion)
+        return super().__new__(cls, doc_class, tz_aware, uuid_representation, unicode_decode_error_handler,
+                               tzinfo, type_registry, datetime_conversion)
+
+    def with_options(self, **kwargs: Any) -> "CodecOptions":
+        opts = self._asdict()
+        opts.update(kwargs)
+        return CodecOptions(**opts)
+
+    def __repr__(self) -> str:
+        return (f"CodecOptions(document_class={self.document_class!r}, tz_aware={self.tz_aware!r}, "
+                f"uuid_representation={UUID_REPRESENTATION_NAMES[self.uuid_representation]}, "
+                f"unicode_decode_error_handler={self.unicode_decode_error_handler!r}, "
+                f"tzinfo={self.tzinfo!r}, type_registry={self.type_registry!r}, "
+                f"datetime_conversion={self.datetime_conversion!s})")
+
+
+DEFAULT_CODEC_OPTIONS = CodecOptions()

@@ -1,0 +1,70 @@
+"""RawBSONDocument: BSON bytes that decode only when a field is read (for proxies and pass-through)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping, Optional
+
+from greenmongo.errors import InvalidBSON
+
+
+class RawBSONDocument(Mapping[str, Any]):
+    """Immutable view of one BSON document; ``raw`` is the bytes, fields decode on first access.
+
+    Nested documents read from it are RawBSONDocuments too (same codec options).
+    """
+
+    __slots__ = ("__raw", "__inflated", "__codec_options")
+    _type_marker = 101
+
+    def __init__(self, bson_bytes: bytes, codec_options: Optional[Any] = None) -> None:
+        from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+
+        if codec_options is None:
+            codec_options = DEFAULT_CODEC_OPTIONS.with_options(document_class=RawBSONDocument)
+        elif not isinstance(codec_options, CodecOptions):
+            raise TypeError("codec_options must be a CodecOptions")
+        elif codec_options.document_class is not type(self):
+            codec_options = codec_options.with_options(document_class=type(self))
+        self.__raw = bytes(bson_bytes)
+        self.__inflated: Optional[dict] = None
+        self.__codec_options = codec_options
+        # Check the envelope now so a bad buffer fails at construction, not at first access.
+        if len(self.__raw) < 5 or int.from_bytes(self.__raw[:4], "little", signed=True) != len(self.__raw) \
+                or self.__raw[-1] != 0:
+            raise InvalidBSON("RawBSONDocument needs exactly one well-framed BSON document")
+
+    @property
+    def raw(self) -> bytes:
+        return self.__raw
+
+    def items(self):  # type: ignore[override]
+        return self.__inflate().items()
+
+    def __inflate(self) -> dict:
+        if self.__inflated is None:
+            from greenmongo.bson.codec import _Malformed, decode_document
+
+            try:
+                self.__inflated = decode_document(self.__raw, 0, len(self.__raw), self.__codec_options, -1)
+            except _Malformed as exc:
+                raise InvalidBSON(str(exc)) from None
+        return self.__inflated
+
+    def __getitem__(self, key: str) -> Any:
+        return self.__inflate()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.__inflate())
+
+    def __len__(self) -> int:
+        return len(self.__inflate())
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, RawBSONDocument):
+            return self.__raw == other.raw
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__raw!r}, codec_options={self.__codec_options!r})"
