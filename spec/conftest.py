@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from spec.support import iter_missing, in_ci, spec_dir
+from spec.report import SuiteTally
+from spec.support import in_ci, iter_missing, spec_dir
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin("spec-suite-tally"):
+        config.pluginmanager.register(SuiteTally(), "spec-suite-tally")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

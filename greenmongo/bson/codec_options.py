@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import abc
 import datetime
-from collections.abc import MutableMapping
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Type
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from typing import Any, NamedTuple
 
-from greenmongo.bson.binary import ALL_UUID_REPRESENTATIONS, UUID_REPRESENTATION_NAMES, UuidRepresentation
+from greenmongo.bson.binary import (
+    ALL_UUID_REPRESENTATIONS,
+    UUID_REPRESENTATION_NAMES,
+    UuidRepresentation,
+)
 from greenmongo.bson.datetime_ms import DatetimeConversion
 
 
@@ -40,8 +44,8 @@ class TypeCodec(TypeEncoder, TypeDecoder):
 class TypeRegistry:
     """Custom codecs plus a fallback encoder, looked up by exact type."""
 
-    def __init__(self, type_codecs: Optional[Iterable[Any]] = None,
-                 fallback_encoder: Optional[Callable[[Any], Any]] = None) -> None:
+    def __init__(self, type_codecs: Iterable[Any] | None = None,
+                 fallback_encoder: Callable[[Any], Any] | None = None) -> None:
         self.__type_codecs = list(type_codecs or [])
         self._fallback_encoder = fallback_encoder
         self._encoder_map: dict[Any, Callable[[Any], Any]] = {}
@@ -54,8 +58,7 @@ class TypeRegistry:
                 self._validate(codec.python_type, "encode")
                 self._encoder_map[codec.python_type] = codec.transform_python
                 is_valid = True
-            if isinstance(codec, TypeDecoder):
-                self._validate(codec.bson_type, "decode")
+            if isinstance(codec, TypeDecoder):  # decoding may retarget any BSON type (e.g. Decimal128)
                 self._decoder_map[codec.bson_type] = codec.transform_bson
                 is_valid = True
             if not is_valid:
@@ -63,7 +66,7 @@ class TypeRegistry:
 
     @staticmethod
     def _validate(python_type: Any, direction: str) -> None:
-        from greenmongo.bson.codec import BUILTIN_ENCODED_TYPES  # codec imports us: defer
+        from greenmongo.bson.encoder import BUILTIN_ENCODED_TYPES  # the encoder imports us: defer
 
         if python_type in BUILTIN_ENCODED_TYPES or (isinstance(python_type, type) and any(
                 issubclass(python_type, t) for t in BUILTIN_ENCODED_TYPES)):
@@ -78,7 +81,7 @@ class TypeRegistry:
     def is_empty(self) -> bool:
         return not (self._encoder_map or self._decoder_map or self._fallback_encoder)
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, TypeRegistry):
             return NotImplemented
         return (self._decoder_map == other._decoder_map and self._encoder_map == other._encoder_map
@@ -89,11 +92,11 @@ class TypeRegistry:
 
 
 class _CodecOptionsBase(NamedTuple):
-    document_class: Type[Mapping[str, Any]]
+    document_class: type[Mapping[str, Any]]
     tz_aware: bool
     uuid_representation: int
     unicode_decode_error_handler: str
-    tzinfo: Optional[datetime.tzinfo]
+    tzinfo: datetime.tzinfo | None
     type_registry: TypeRegistry
     datetime_conversion: DatetimeConversion
 
@@ -103,14 +106,14 @@ class CodecOptions(_CodecOptionsBase):
 
     def __new__(
         cls,
-        document_class: Optional[Type[Mapping[str, Any]]] = None,
+        document_class: type[Mapping[str, Any]] | None = None,
         tz_aware: bool = False,
-        uuid_representation: Optional[int] = UuidRepresentation.UNSPECIFIED,
+        uuid_representation: int | None = UuidRepresentation.UNSPECIFIED,
         unicode_decode_error_handler: str = "strict",
-        tzinfo: Optional[datetime.tzinfo] = None,
-        type_registry: Optional[TypeRegistry] = None,
-        datetime_conversion: Optional[DatetimeConversion] = DatetimeConversion.DATETIME,
-    ) -> "CodecOptions":
+        tzinfo: datetime.tzinfo | None = None,
+        type_registry: TypeRegistry | None = None,
+        datetime_conversion: DatetimeConversion | None = DatetimeConversion.DATETIME,
+    ) -> CodecOptions:
         from greenmongo.bson.raw import RawBSONDocument
 
         doc_class = document_class or dict
@@ -139,7 +142,7 @@ class CodecOptions(_CodecOptionsBase):
         return super().__new__(cls, doc_class, tz_aware, uuid_representation, unicode_decode_error_handler,
                                tzinfo, type_registry, datetime_conversion)
 
-    def with_options(self, **kwargs: Any) -> "CodecOptions":
+    def with_options(self, **kwargs: Any) -> CodecOptions:
         opts = self._asdict()
         opts.update(kwargs)
         return CodecOptions(**opts)

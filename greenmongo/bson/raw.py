@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Optional
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from greenmongo.errors import InvalidBSON
 
@@ -13,10 +14,10 @@ class RawBSONDocument(Mapping[str, Any]):
     Nested documents read from it are RawBSONDocuments too (same codec options).
     """
 
-    __slots__ = ("__raw", "__inflated", "__codec_options")
+    __slots__ = ("__codec_options", "__inflated", "__raw")
     _type_marker = 101
 
-    def __init__(self, bson_bytes: bytes, codec_options: Optional[Any] = None) -> None:
+    def __init__(self, bson_bytes: bytes, codec_options: Any | None = None) -> None:
         from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 
         if codec_options is None:
@@ -26,7 +27,7 @@ class RawBSONDocument(Mapping[str, Any]):
         elif codec_options.document_class is not type(self):
             codec_options = codec_options.with_options(document_class=type(self))
         self.__raw = bytes(bson_bytes)
-        self.__inflated: Optional[dict] = None
+        self.__inflated: dict | None = None
         self.__codec_options = codec_options
         # Check the envelope now so a bad buffer fails at construction, not at first access.
         if len(self.__raw) < 5 or int.from_bytes(self.__raw[:4], "little", signed=True) != len(self.__raw) \
@@ -42,7 +43,7 @@ class RawBSONDocument(Mapping[str, Any]):
 
     def __inflate(self) -> dict:
         if self.__inflated is None:
-            from greenmongo.bson.codec import _Malformed, decode_document
+            from greenmongo.bson.decoder import _Malformed, decode_document
 
             try:
                 self.__inflated = decode_document(self.__raw, 0, len(self.__raw), self.__codec_options, -1)
@@ -59,7 +60,7 @@ class RawBSONDocument(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self.__inflate())
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, RawBSONDocument):
             return self.__raw == other.raw
         return NotImplemented

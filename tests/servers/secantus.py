@@ -127,9 +127,9 @@ class SecantusServer:
             try:
                 socket.create_connection(self.address, timeout=0.5).close()
                 return
-            except OSError:
+            except OSError as exc:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"secantusd-py did not listen within {timeout}s: {self.log_tail()}")
+                    raise RuntimeError(f"secantusd-py did not listen within {timeout}s: {self.log_tail()}") from exc
                 time.sleep(0.05)
 
     def log_tail(self, limit: int = 4000) -> str:
