@@ -15,7 +15,7 @@ import pytest
 
 from greenmongo import bson
 from greenmongo.bson import json_util
-from greenmongo.errors import InvalidBSON
+from greenmongo.errors import InvalidBSON, InvalidDocument
 from spec.support import params
 
 CORPUS = "bson-corpus/tests"
@@ -100,11 +100,10 @@ def test_decode_error(case: dict) -> None:
 def test_parse_error(case: dict) -> None:
     text = case["string"]
     if case["bson_type"] == "0x13":
-        with pytest.raises(Exception) as info:
+        # Unparseable strings are ValueErrors; unrepresentable values are InvalidDocument.
+        with pytest.raises((ValueError, InvalidDocument)):
             bson.Decimal128(text)
-        assert not isinstance(info.value, (AssertionError, NameError, AttributeError))
     else:
         # Top-level documents and type-specific wrappers: the Extended JSON parser must refuse them.
-        with pytest.raises(Exception) as info:
+        with pytest.raises(ValueError):
             json_util.loads(text, json_options=CANONICAL)
-        assert not isinstance(info.value, (AssertionError, NameError, AttributeError, RecursionError))

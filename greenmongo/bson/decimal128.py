@@ -137,7 +137,10 @@ def _string_to_bid(value: str) -> bytes:
     exponent = 0
     if exponent_digits is not None:
         exponent_digits = exponent_digits.lstrip("0")
-        exponent = _HUGE_EXPONENT if len(exponent_digits) > _MAX_EXPONENT_DIGITS else int(exponent_digits or "0")
+        if len(exponent_digits) > _MAX_EXPONENT_DIGITS:
+            exponent = _HUGE_EXPONENT
+        else:
+            exponent = int(exponent_digits or "0")
         if exponent_sign == "-":
             exponent = -exponent
     return _finite_to_bid(sign == "-", integral + fraction, exponent - len(fraction), value)
@@ -220,7 +223,7 @@ class Decimal128:
             if len(value) != 2:
                 raise ValueError("a Decimal128 tuple must be (high, low): two 64-bit unsigned integers")
             high, low = value
-            if not (isinstance(high, int) and isinstance(low, int)) or isinstance(high, bool) or isinstance(low, bool):
+            if not all(isinstance(part, int) and not isinstance(part, bool) for part in (high, low)):
                 raise TypeError("a Decimal128 tuple must hold two ints (high, low)")
             if not (0 <= high <= _MASK64 and 0 <= low <= _MASK64):
                 raise ValueError("a Decimal128 (high, low) pair must hold unsigned 64-bit integers")
