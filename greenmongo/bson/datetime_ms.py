@@ -79,7 +79,9 @@ class DatetimeMS:
 
 def datetime_to_millis(value: datetime.datetime) -> int:
     """Milliseconds since the epoch; a naive datetime is taken as UTC (PyMongo's rule)."""
-    if value.tzinfo is None or value.utcoffset() is None:
+    if value.tzinfo is None:
+        delta = value - EPOCH_NAIVE
+    elif value.utcoffset() is None:
         delta = value.replace(tzinfo=None) - EPOCH_NAIVE
     else:
         delta = value - EPOCH_AWARE
