@@ -1,0 +1,361 @@
+"""One connection to one server: send a command, read and check its reply.
+
+Every reply header is validated before its body is read (length bounds
+against maxMessageSizeBytes, responseTo, opcode). Anything that leaves the
+byte stream in doubt - a network error, a truncated or garbage reply, a
+timeout, or a gevent.Timeout/GreenletExit arriving mid-message - closes this
+connection and only this connection; the caller gets AutoReconnect,
+NetworkTimeout or ProtocolError. An ``ok: 0`` reply leaves the connection
+usable and raises OperationFailure (or the subclass the code calls for).
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket as _socket
+import time
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
+
+from greenmongo.errors import (
+    AutoReconnect,
+    ConnectionFailure,
+    DocumentTooLarge,
+    InvalidOperation,
+    NetworkTimeout,
+    ProtocolError,
+)
+from greenmongo.net.settings import ConnectionSettings, server_api_fields
+from greenmongo.net.tls import TlsSocket
+from greenmongo.wire import legacy, op_msg
+from greenmongo.wire.batching import DEFAULT_MAX_BSON_SIZE, DEFAULT_MAX_WRITE_BATCH_SIZE, WireLimits
+from greenmongo.wire.command_errors import check_command_reply
+from greenmongo.wire.compression import Compressor, compress_message, may_compress, unpack_compressed
+from greenmongo.wire.header import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    HEADER_SIZE,
+    OP_COMPRESSED,
+    OP_MSG,
+    OP_REPLY,
+    MsgHeader,
+    next_request_id,
+    pack_header,
+    parse_header,
+    validate_reply_header,
+)
+
+_connection_ids = itertools.count(1)
+#: Read-buffer size: small replies arrive whole in one recv.
+_READ_CHUNK = 32 * 1024
+_UNSET: Any = object()
+
+
+class Reply(NamedTuple):
+    """A reply read off the wire, before BSON decoding."""
+
+    header: MsgHeader
+    opcode: int  # OP_MSG or OP_REPLY (after any decompression)
+    message: Union[op_msg.OpMsg, legacy.OpReply]
+    compressor_id: Optional[int]
+
+    @property
+    def more_to_come(self) -> bool:
+        return isinstance(self.message, op_msg.OpMsg) and self.message.more_to_come
+
+    def document(self, codec_options: Any = None) -> dict[str, Any]:
+        if isinstance(self.message, op_msg.OpMsg):
+            return op_msg.decode_reply(self.message, codec_options)
+        return legacy.decode_command_reply(self.message, codec_options)
+
+
+class Connection:
+    """A socket (plain or TLS) speaking the wire protocol to ``address``.
+
+    Not for concurrent use: one greenlet at a time (the pool hands it out);
+    overlapping use raises InvalidOperation rather than mixing replies.
+    """
+
+    def __init__(
+        self,
+        stream: Any,
+        address: tuple[str, int],
+        settings: Optional[ConnectionSettings] = None,
+        *,
+        conn_id: Optional[int] = None,
+    ) -> None:
+        self.id = next(_connection_ids) if conn_id is None else conn_id
+        self.address = address
+        self.settings = settings = settings or ConnectionSettings()
+        self._stream = stream
+        self._stream_timeout: Any = _UNSET
+        self.is_tls = isinstance(stream, TlsSocket)
+        #: Timeout for calls that pass none; open_connection uses connectTimeoutMS during the handshake.
+        self.default_timeout: Optional[float] = settings.socket_timeout
+        self.hello: Optional[dict[str, Any]] = None
+        self.max_wire_version = 0
+        self.min_wire_version = 0
+        self.max_bson_size = DEFAULT_MAX_BSON_SIZE
+        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        self.max_write_batch_size = DEFAULT_MAX_WRITE_BATCH_SIZE
+        self.service_id: Any = None
+        self.compressor: Optional[Compressor] = None
+        self.supports_op_msg = False
+        self.hello_ok = False
+        self.created_at = time.monotonic()
+        self.last_used = self.created_at
+        self.close_reason: Optional[str] = None
+        self._closed = False
+        self._busy = False
+        self._exhaust_response_to: Optional[int] = None
+        self._read_buffer = bytearray(_READ_CHUNK)
+        self._read_view = memoryview(self._read_buffer)
+        self._read_pos = self._read_end = 0
+
+    # -- state ------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Connection id={self.id} {self._label} {state}>"
+
+    @property
+    def _label(self) -> str:
+        host, port = self.address
+        return host if host.endswith(".sock") else f"{host}:{port}"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def compression(self) -> Optional[str]:
+        """The negotiated compressor's name, or None."""
+        return self.compressor.name if self.compressor else None
+
+    @property
+    def limits(self) -> WireLimits:
+        return WireLimits(self.max_bson_size, self.max_message_size, self.max_write_batch_size)
+
+    @property
+    def more_to_come(self) -> bool:
+        """True while an exhaust reply stream is open: read on with ``receive_more`` or close."""
+        return self._exhaust_response_to is not None
+
+    def close(self, reason: Optional[str] = None) -> None:
+        """Close the socket; idempotent, never raises."""
+        if self._closed:
+            return
+        self._closed = True
+        self.close_reason = reason
+        try:
+            self._stream.close()
+        except Exception:
+            pass
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close("context exit")
+
+    # -- commands ---------------------------------------------------------------
+
+    def command(
+        self,
+        dbname: str,
+        spec: Mapping[str, Any],
+        *,
+        sequences: Optional[Mapping[str, Sequence[Mapping[str, Any]]]] = None,
+        codec_options: Any = None,
+        check: bool = True,
+        allowable_errors: Sequence[Any] = (),
+        parse_write_concern_error: bool = False,
+        unacknowledged: bool = False,
+        exhaust_allowed: bool = False,
+        timeout: Any = _UNSET,
+        apply_server_api: bool = True,
+    ) -> Optional[dict[str, Any]]:
+        """Run ``spec`` on ``dbname`` and return the decoded reply.
+
+        ``sequences`` go as OP_MSG document sequences (e.g. ``{"documents":
+        [...]}`` for an insert). ``unacknowledged`` sets moreToCome: nothing is
+        read and None is returned. ``check`` raises OperationFailure (or a
+        subclass) for ``ok: 0``. The configured server API fields are added
+        unless ``apply_server_api`` is false; ``spec`` itself is never mutated.
+        """
+        if not spec:
+            raise InvalidOperation("a command document cannot be empty")
+        if self._exhaust_response_to is not None:
+            raise InvalidOperation("cannot send a command while an exhaust reply stream is still open")
+        body = dict(spec)
+        if apply_server_api and self.settings.server_api is not None:
+            body.update(server_api_fields(self.settings.server_api))
+        command_name = next(iter(spec))
+        request_id = next_request_id()
+        if self.supports_op_msg:
+            flags = 0
+            if unacknowledged:
+                flags |= op_msg.FLAG_MORE_TO_COME
+            if exhaust_allowed:
+                flags |= op_msg.FLAG_EXHAUST_ALLOWED
+            message = op_msg.encode_command(request_id, body, dbname, sequences=sequences, flags=flags,
+                                            checksum=self.settings.send_checksums, codec_options=codec_options)
+        else:
+            if sequences:
+                body.update({name: list(docs) for name, docs in sequences.items()})
+            message = legacy.encode_command_query(request_id, body, dbname)
+            unacknowledged = False  # OP_QUERY always answers
+        if len(message) > self.max_message_size:  # the server limits the uncompressed size too
+            raise DocumentTooLarge(f"command {command_name!r} is {len(message)} bytes, over the server's "
+                                   f"maxMessageSizeBytes {self.max_message_size}")
+        if self.compressor is not None and may_compress(command_name):
+            message = compress_message(message, self.compressor)
+        document = self._round_trip(message, request_id, timeout, expect_reply=not unacknowledged,
+                                    codec_options=codec_options)
+        if document is None:
+            return None
+        return self._check(document, check, allowable_errors, parse_write_concern_error)
+
+    def receive_more(
+        self,
+        *,
+        codec_options: Any = None,
+        check: bool = True,
+        timeout: Any = _UNSET,
+    ) -> dict[str, Any]:
+        """The next reply of an exhaust stream (``more_to_come`` must be true)."""
+        if self._exhaust_response_to is None:
+            raise InvalidOperation("no exhaust reply stream is open on this connection")
+        document = self._round_trip(None, self._exhaust_response_to, timeout, expect_reply=True,
+                                    codec_options=codec_options)
+        return self._check(document, check, (), False)
+
+    def _check(self, document: dict[str, Any], check: bool, allowable_errors, parse_write_concern_error):
+        if check:
+            check_command_reply(document, max_wire_version=self.max_wire_version,
+                                allowable_errors=allowable_errors,
+                                parse_write_concern_error=parse_write_concern_error)
+        return document
+
+    # -- raw messages -------------------------------------------------------------
+
+    def send_message(self, message: bytes, *, timeout: Any = _UNSET) -> None:
+        """Send one complete message (a monitor or a test may build its own)."""
+        self._round_trip(message, 0, timeout, expect_reply=False)
+
+    def receive_message(self, response_to: Optional[int], *, timeout: Any = _UNSET) -> Reply:
+        """Read one reply whose responseTo must equal ``response_to`` (None: any)."""
+        self._enter()
+        try:
+            self._set_timeout(timeout)
+            return self._receive(response_to)
+        except BaseException as exc:
+            self._fail(exc)
+        finally:
+            self._busy = False
+
+    def _enter(self) -> None:
+        if self._closed:
+            raise AutoReconnect(f"{self._label}: connection {self.id} is closed"
+                                + (f" ({self.close_reason})" if self.close_reason else ""))
+        if self._busy:
+            raise InvalidOperation(f"connection {self.id} is already in use by another greenlet")
+        self._busy = True
+
+    def _round_trip(self, message: Optional[bytes], request_id: int, timeout, *, expect_reply: bool,
+                    codec_options: Any = None):
+        self._enter()
+        try:
+            self._set_timeout(timeout)
+            if message is not None:
+                self._stream.sendall(message)
+            self.last_used = time.monotonic()
+            if not expect_reply:
+                return None
+            reply = self._receive(request_id)
+            document = reply.document(codec_options)  # inside the guard: garbage BSON closes too
+            self.last_used = time.monotonic()
+            return document
+        except BaseException as exc:
+            self._fail(exc)
+        finally:
+            self._busy = False
+
+    def _set_timeout(self, timeout) -> None:
+        value = self.default_timeout if timeout is _UNSET else timeout
+        if self._stream_timeout is _UNSET or value != self._stream_timeout:
+            self._stream.settimeout(value)
+            self._stream_timeout = value
+
+    def _fail(self, exc: BaseException) -> None:
+        """Close after anything that may have desynchronised the stream, then raise the right error."""
+        if isinstance(exc, _socket.timeout):
+            self.close("timeout")
+            raise NetworkTimeout(f"{self._label}: timed out (socket timeout "
+                                 f"{self._describe_timeout()})") from exc
+        if isinstance(exc, ProtocolError):
+            self.close(f"protocol error: {exc}")
+            raise ProtocolError(f"{self._label}: {exc}") from exc
+        if isinstance(exc, ConnectionFailure):
+            self.close(str(exc))
+            raise exc
+        if isinstance(exc, OSError):
+            self.close(f"network error: {exc}")
+            raise AutoReconnect(f"{self._label}: {exc}") from exc
+        self.close(f"interrupted by {type(exc).__name__}")
+        raise exc
+
+    def _describe_timeout(self) -> str:
+        value = self._stream_timeout
+        return "none" if value is None or value is _UNSET else f"{value * 1000:.1f}ms"
+
+    # -- reading ---------------------------------------------------------------
+
+    def _read_exactly(self, count: int, *, message_start: bool = False) -> bytearray:
+        """``count`` bytes, served from the read buffer first (one recv usually brings a whole reply)."""
+        available = self._read_end - self._read_pos
+        if available >= count:
+            start = self._read_pos
+            self._read_pos += count
+            return self._read_buffer[start:start + count]
+        out = bytearray(count)
+        out[:available] = self._read_view[self._read_pos:self._read_end]
+        self._read_pos = self._read_end = 0
+        received = available
+        recv_into = self._stream.recv_into
+        while received < count:
+            missing = count - received
+            if missing >= _READ_CHUNK:  # large bodies go straight into place
+                chunk = recv_into(memoryview(out)[received:], missing)
+                taken = chunk
+            else:
+                chunk = recv_into(self._read_view, _READ_CHUNK)
+                taken = min(chunk, missing)
+                out[received:received + taken] = self._read_view[:taken]
+                self._read_pos, self._read_end = taken, chunk
+            if not chunk:
+                if received or not message_start:
+                    raise AutoReconnect(
+                        f"{self._label}: connection closed mid-message ({received} of {count} bytes read)")
+                raise AutoReconnect(f"{self._label}: connection closed by the server")
+            received += taken
+        return out
+
+    def _receive(self, expected_response_to: Optional[int]) -> Reply:
+        raw_header = self._read_exactly(HEADER_SIZE, message_start=True)
+        header = validate_reply_header(parse_header(raw_header), max_message_size=self.max_message_size,
+                                       expected_response_to=expected_response_to or None)
+        payload = self._read_exactly(header.body_length)
+        opcode = header.opcode
+        compressor_id = None
+        if opcode == OP_COMPRESSED:
+            opcode, payload, compressor_id = unpack_compressed(payload, max_message_size=self.max_message_size)
+            raw_header = pack_header(HEADER_SIZE + len(payload), header.request_id, header.response_to, opcode)
+        if opcode == OP_MSG:
+            message: Any = op_msg.unpack_op_msg(payload, header=bytes(raw_header),
+                                                verify_checksum=not self.is_tls)
+            self._exhaust_response_to = header.request_id if message.more_to_come else None
+        elif opcode == OP_REPLY:
+            message = legacy.unpack_op_reply(payload)
+            self._exhaust_response_to = None
+        else:
+            raise ProtocolError(f"OP_COMPRESSED wraps unexpected opcode {opcode}")
+        return Reply(header, opcode, message, compressor_id)

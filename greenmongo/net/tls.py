@@ -1,0 +1,334 @@
+"""TLS on pyOpenSSL over gevent sockets, driven non-blocking so the hub never stalls.
+
+The gevent socket's file descriptor is already non-blocking at the OS level,
+so OpenSSL answers "want read"/"want write" instead of blocking; each time it
+does we park this greenlet on gevent's ``wait_read``/``wait_write`` for that
+descriptor. Hostname verification is done here (RFC 6125 rules: SAN DNS names
+with a left-most wildcard label, SAN IP addresses; no CN fallback), because
+pyOpenSSL has no public API for OpenSSL's own.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import os
+import socket as _socket
+import ssl as _ssl_paths
+import time
+from typing import Any, Optional
+
+from cryptography import x509
+from gevent.socket import wait_read, wait_write
+from OpenSSL import SSL
+
+from greenmongo.errors import AutoReconnect, ConfigurationError, NetworkTimeout
+from greenmongo.net import ocsp
+from greenmongo.net.settings import TlsSettings
+
+
+# -- context -----------------------------------------------------------------
+
+class TlsContext:
+    """A pyOpenSSL client context plus what OCSP checks need (the trusted CA certificates)."""
+
+    def __init__(self, settings: TlsSettings, context: SSL.Context, trusted: list[x509.Certificate]) -> None:
+        self.settings = settings
+        self.context = context
+        self.trusted = trusted
+
+
+def _load_private_key(path: str, password: Optional[str]):
+    """The key from a PEM file (optionally encrypted), as pyOpenSSL wants it."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        key = load_pem_private_key(data, password.encode("utf-8") if password is not None else None)
+    except (ValueError, TypeError) as exc:
+        raise ConfigurationError(f"invalid TLS configuration: cannot load the private key in {path}: "
+                                 f"{exc}") from None
+    return key
+
+
+def _read_pem_certificates(path: str) -> list[x509.Certificate]:
+    try:
+        with open(path, "rb") as handle:
+            return x509.load_pem_x509_certificates(handle.read())
+    except (OSError, ValueError):
+        return []
+
+
+def _load_system_store(context: SSL.Context) -> None:
+    """OpenSSL's compiled-in defaults may point inside a wheel; also load the platform's bundle."""
+    context.set_default_verify_paths()
+    paths = _ssl_paths.get_default_verify_paths()
+    cafile = os.environ.get(paths.openssl_cafile_env) or paths.cafile or paths.openssl_cafile
+    capath = os.environ.get(paths.openssl_capath_env) or paths.capath or paths.openssl_capath
+    if cafile and os.path.isfile(cafile):
+        context.load_verify_locations(cafile)
+    if capath and os.path.isdir(capath):
+        context.load_verify_locations(None, capath)
+
+
+@functools.lru_cache(maxsize=32)
+def build_context(settings: TlsSettings) -> TlsContext:
+    """A client context for ``settings`` (cached: settings are immutable and hashable)."""
+    context = SSL.Context(SSL.TLS_CLIENT_METHOD)
+    context.set_min_proto_version(SSL.TLS1_2_VERSION)
+    context.set_options(SSL.OP_NO_COMPRESSION | SSL.OP_NO_RENEGOTIATION)
+    trusted: list[x509.Certificate] = []
+    try:
+        if settings.certificate_key_file:
+            context.use_certificate_chain_file(settings.certificate_key_file)
+            context.use_privatekey(_load_private_key(settings.certificate_key_file,
+                                                     settings.certificate_key_file_password))
+            context.check_privatekey()
+        if settings.verify_certificates:
+            context.set_verify(SSL.VERIFY_PEER)
+            if settings.ca_file:
+                context.load_verify_locations(settings.ca_file)
+                trusted = _read_pem_certificates(settings.ca_file)
+            else:
+                _load_system_store(context)
+            if settings.crl_file:
+                _load_crl(context, settings.crl_file)
+        else:
+            context.set_verify(SSL.VERIFY_NONE)
+    except SSL.Error as exc:
+        raise ConfigurationError(f"invalid TLS configuration: {_describe_ssl_error(exc)}") from exc
+    except OSError as exc:
+        raise ConfigurationError(f"invalid TLS configuration: {exc}") from exc
+    if settings.check_ocsp:
+        context.set_ocsp_client_callback(_ocsp_callback)
+    return TlsContext(settings, context, trusted)
+
+
+def _load_crl(context: SSL.Context, path: str) -> None:
+    from OpenSSL import crypto
+
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        crl = x509.load_pem_x509_crl(data)
+    except ValueError:
+        crl = x509.load_der_x509_crl(data)
+    store = context.get_cert_store()
+    store.add_crl(crl)
+    store.set_flags(crypto.X509StoreFlags.CRL_CHECK)
+
+
+def _describe_ssl_error(exc: BaseException) -> str:
+    if isinstance(exc, SSL.Error) and exc.args and isinstance(exc.args[0], list):
+        reasons = [entry[2] for entry in exc.args[0] if len(entry) >= 3 and entry[2]]
+        if reasons:
+            return "; ".join(reasons)
+    return str(exc) or type(exc).__name__
+
+
+# -- OCSP glue -----------------------------------------------------------------
+
+class _HandshakeState:
+    """Per-connection data the OCSP callback reads (and where it leaves its verdict)."""
+
+    def __init__(self, tls_context: TlsContext, cache: ocsp.OcspCache) -> None:
+        self.tls_context = tls_context
+        self.cache = cache
+        self.ocsp_failure: Optional[str] = None
+
+
+def _ocsp_callback(connection: SSL.Connection, stapled: bytes, _data: Any) -> bool:
+    state: _HandshakeState = connection.get_app_data()
+    try:
+        cert = connection.get_peer_certificate(as_cryptography=True)
+        chain = connection.get_peer_cert_chain(as_cryptography=True) or []
+        if cert is None:
+            return True  # nothing to check; certificate verification rejects this on its own
+        decision = ocsp.check_certificate(cert, chain, stapled or b"", trusted=state.tls_context.trusted,
+                                          cache=state.cache)
+    except Exception as exc:  # a bug here must fail closed, with the reason kept
+        state.ocsp_failure = f"OCSP check failed: {exc!r}"
+        return False
+    if not decision.accept:
+        state.ocsp_failure = decision.reason
+    return decision.accept
+
+
+# -- hostname verification -------------------------------------------------------
+
+def _dns_name_matches(pattern: str, hostname: str) -> bool:
+    pattern = pattern.lower().rstrip(".")
+    hostname = hostname.lower().rstrip(".")
+    if "*" not in pattern:
+        return pattern == hostname
+    wildcard, _, pattern_rest = pattern.partition(".")
+    host_first, _, host_rest = hostname.partition(".")
+    if wildcard != "*" or not pattern_rest or "*" in pattern_rest or pattern_rest.count(".") < 1:
+        return False  # only a whole left-most label, and never for a bare TLD ("*.com")
+    return bool(host_first) and host_rest == pattern_rest
+
+
+def hostname_matches(cert: x509.Certificate, hostname: str) -> bool:
+    """True when ``cert`` names ``hostname`` in its subjectAltName."""
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return False
+    try:
+        address = ipaddress.ip_address(hostname.strip("[]").split("%")[0])
+    except ValueError:
+        address = None
+    if address is not None:
+        return address in names.get_values_for_type(x509.IPAddress)
+    try:
+        ascii_host = hostname.encode("idna").decode("ascii")
+    except UnicodeError:
+        ascii_host = hostname
+    return any(_dns_name_matches(name, ascii_host) for name in names.get_values_for_type(x509.DNSName))
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]").split("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+# -- the socket ----------------------------------------------------------------
+
+class TlsSocket:
+    """The subset of a socket that ``Connection`` uses, over a pyOpenSSL connection."""
+
+    def __init__(self, sock: _socket.socket, connection: SSL.Connection) -> None:
+        self._sock = sock
+        self._connection = connection
+        self._fileno = sock.fileno()
+        self._timeout: Optional[float] = sock.gettimeout()
+        self._closed = False
+
+    # Each wait uses the whole per-call timeout, like a socket timeout does.
+    def _wait(self, want_write: bool, deadline: Optional[float]) -> None:
+        if deadline is None:
+            timeout = self._timeout
+        else:
+            timeout = deadline - time.monotonic()
+            if timeout <= 0:
+                raise _socket.timeout("timed out")
+        waiter = wait_write if want_write else wait_read
+        waiter(self._fileno, timeout=timeout, timeout_exc=_socket.timeout("timed out"))
+
+    def _retry(self, operation, *args, deadline: Optional[float] = None):
+        while True:
+            try:
+                return operation(*args)
+            except SSL.WantReadError:
+                self._wait(False, deadline)
+            except SSL.WantWriteError:
+                self._wait(True, deadline)
+
+    def do_handshake(self, timeout: Optional[float]) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._retry(self._connection.do_handshake, deadline=deadline)
+
+    def settimeout(self, timeout: Optional[float]) -> None:
+        self._timeout = timeout
+
+    def gettimeout(self) -> Optional[float]:
+        return self._timeout
+
+    def fileno(self) -> int:
+        return self._fileno
+
+    def sendall(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        sent = 0
+        try:
+            while sent < len(view):
+                sent += self._retry(self._connection.send, view[sent:])
+        except SSL.ZeroReturnError:
+            raise ConnectionResetError("TLS connection closed by the server") from None
+        except SSL.Error as exc:
+            raise ConnectionResetError(f"TLS connection broken: {_describe_ssl_error(exc)}") from None
+
+    def recv_into(self, buffer, nbytes: int = 0) -> int:
+        try:
+            return self._retry(self._connection.recv_into, buffer, nbytes or None)
+        except SSL.ZeroReturnError:
+            return 0
+        except SSL.SysCallError as exc:
+            if exc.args and exc.args[0] == -1:  # unexpected EOF
+                return 0
+            raise ConnectionResetError(f"TLS connection broken: {exc}") from None
+        except SSL.Error as exc:
+            raise ConnectionResetError(f"TLS connection broken: {_describe_ssl_error(exc)}") from None
+
+    def recv(self, bufsize: int) -> bytes:
+        buffer = bytearray(bufsize)
+        count = self.recv_into(buffer, bufsize)
+        return bytes(buffer[:count])
+
+    def peer_certificate(self) -> Optional[x509.Certificate]:
+        return self._connection.get_peer_certificate(as_cryptography=True)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._connection.set_shutdown(SSL.SENT_SHUTDOWN | SSL.RECEIVED_SHUTDOWN)
+        finally:
+            self._sock.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+def wrap_socket(
+    sock: _socket.socket,
+    tls_context: TlsContext,
+    server_hostname: str,
+    *,
+    timeout: Optional[float],
+    ocsp_cache: ocsp.OcspCache = ocsp.DEFAULT_CACHE,
+) -> TlsSocket:
+    """Run the client TLS handshake on a connected gevent socket; close it on any failure.
+
+    SNI is sent for every hostname (RFC 6066 forbids it for IP literals).
+    Certificate, hostname and OCSP failures raise AutoReconnect with the
+    reason; a handshake that outlives ``timeout`` raises NetworkTimeout.
+    """
+    settings = tls_context.settings
+    connection = SSL.Connection(tls_context.context, sock)
+    state = _HandshakeState(tls_context, ocsp_cache)
+    connection.set_app_data(state)
+    connection.set_connect_state()
+    if not _is_ip_literal(server_hostname):
+        connection.set_tlsext_host_name(server_hostname.encode("idna"))
+    if settings.check_ocsp:
+        connection.request_ocsp()
+    tls_socket = TlsSocket(sock, connection)
+    ok = False
+    try:
+        try:
+            tls_socket.do_handshake(timeout)
+        except _socket.timeout:
+            raise NetworkTimeout("TLS handshake timed out") from None
+        except SSL.Error as exc:
+            if state.ocsp_failure:
+                raise AutoReconnect(f"TLS handshake failed: {state.ocsp_failure}") from None
+            raise AutoReconnect(f"TLS handshake failed: {_describe_ssl_error(exc)}") from None
+        except OSError as exc:
+            raise AutoReconnect(f"TLS handshake failed: {exc}") from None
+        if settings.verify_hostname:
+            cert = tls_socket.peer_certificate()
+            if cert is None or not hostname_matches(cert, server_hostname):
+                raise AutoReconnect(f"TLS hostname verification failed: the server certificate does not "
+                                    f"match {server_hostname!r}")
+        ok = True
+        return tls_socket
+    finally:
+        if not ok:
+            tls_socket.close()

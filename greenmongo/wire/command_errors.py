@@ -1,0 +1,78 @@
+"""Turn an ``ok: 0`` command reply into the exception PyMongo would raise.
+
+Pure: the decision depends only on the reply document, so SDAM, retry logic
+and tests can all use it without a connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Container, Mapping, Optional
+
+from greenmongo.errors import (
+    CursorNotFound,
+    DuplicateKeyError,
+    ExecutionTimeout,
+    NotPrimaryError,
+    OperationFailure,
+    WriteConcernError,
+)
+
+#: "Not writable primary" and "node is recovering" codes (SDAM spec).
+NOT_PRIMARY_CODES = frozenset({10107, 13435, 10058})
+NODE_IS_RECOVERING_CODES = frozenset({11600, 11602, 13436, 189, 91})
+STATE_CHANGE_CODES = NOT_PRIMARY_CODES | NODE_IS_RECOVERING_CODES
+
+DUPLICATE_KEY_CODES = frozenset({11000, 11001, 12582})
+
+
+def _is_ok(reply: Mapping[str, Any]) -> bool:
+    ok = reply.get("ok", 0)
+    try:
+        return bool(ok) and float(ok) == 1.0
+    except (TypeError, ValueError):
+        return bool(ok)
+
+
+def is_state_change_error(code: Optional[int], message: str) -> bool:
+    """True for the errors that mean the server is no longer (or not yet) a usable primary."""
+    if code is not None:
+        return code in STATE_CHANGE_CODES
+    return "not master" in message or "node is recovering" in message or "not writable primary" in message
+
+
+def check_command_reply(
+    reply: Mapping[str, Any],
+    *,
+    max_wire_version: Optional[int] = None,
+    allowable_errors: Container = (),
+    parse_write_concern_error: bool = False,
+) -> None:
+    """Raise for a failed command reply; return quietly for ``ok: 1``.
+
+    ``allowable_errors`` lists codes or messages the caller handles itself
+    (e.g. ``ns not found`` for a drop).
+    """
+    if _is_ok(reply):
+        if parse_write_concern_error and "writeConcernError" in reply:
+            error = reply["writeConcernError"]
+            raise WriteConcernError(error.get("errmsg", "write concern error"), error.get("code"), reply,
+                                    max_wire_version)
+        return
+    message = reply.get("errmsg") or reply.get("$err") or "command failed"
+    code = reply.get("code")
+    if code is not None:
+        try:
+            code = int(code)
+        except (TypeError, ValueError):
+            code = None
+    if code in allowable_errors or message in allowable_errors:
+        return
+    if is_state_change_error(code, str(message)):
+        raise NotPrimaryError(str(message), reply)
+    if code in DUPLICATE_KEY_CODES:
+        raise DuplicateKeyError(message, code, reply, max_wire_version)
+    if code == 50:
+        raise ExecutionTimeout(message, code, reply, max_wire_version)
+    if code == 43:
+        raise CursorNotFound(message, code, reply, max_wire_version)
+    raise OperationFailure(message, code, reply, max_wire_version)

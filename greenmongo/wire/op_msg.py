@@ -1,0 +1,223 @@
+"""OP_MSG (opcode 2013): build requests and take replies apart.
+
+The byte-level functions (``pack_op_msg``/``unpack_op_msg``) work on already
+encoded BSON, so they can be checked against hand-built bytes; the
+``encode_command``/``decode_reply`` wrappers add BSON on top.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+
+from greenmongo import bson
+from greenmongo.errors import ProtocolError
+from greenmongo.wire.crc32c import crc32c
+from greenmongo.wire.header import HEADER_SIZE, OP_MSG, pack_header
+
+FLAG_CHECKSUM_PRESENT = 1 << 0
+FLAG_MORE_TO_COME = 1 << 1
+FLAG_EXHAUST_ALLOWED = 1 << 16
+
+#: The low 16 bits are "required": a receiver must reject any it does not know.
+_REQUIRED_BITS = 0xFFFF
+_KNOWN_REQUIRED_BITS = FLAG_CHECKSUM_PRESENT | FLAG_MORE_TO_COME
+
+_INT32 = struct.Struct("<i")
+_UINT32 = struct.Struct("<I")
+
+#: A document sequence as bytes: its identifier and the encoded documents.
+EncodedSequence = tuple[str, Sequence[bytes]]
+
+
+class OpMsg(NamedTuple):
+    """A parsed OP_MSG: flag bits, the kind-0 body and any kind-1 sequences (all still BSON bytes)."""
+
+    flags: int
+    body: bytes
+    sequences: dict[str, list[bytes]]
+
+    @property
+    def more_to_come(self) -> bool:
+        return bool(self.flags & FLAG_MORE_TO_COME)
+
+    @property
+    def checksum_present(self) -> bool:
+        return bool(self.flags & FLAG_CHECKSUM_PRESENT)
+
+
+# -- building ----------------------------------------------------------------
+
+def _sequence_section(identifier: str, documents: Sequence[bytes]) -> bytes:
+    name = identifier.encode("utf-8")
+    if b"\x00" in name:
+        raise ValueError(f"document sequence identifier {identifier!r} contains a NUL byte")
+    payload = b"".join(documents)
+    return b"\x01" + _INT32.pack(4 + len(name) + 1 + len(payload)) + name + b"\x00" + payload
+
+
+def pack_op_msg(
+    request_id: int,
+    body: bytes,
+    sequences: Iterable[EncodedSequence] = (),
+    *,
+    flags: int = 0,
+    checksum: bool = False,
+    response_to: int = 0,
+) -> bytes:
+    """A complete OP_MSG (header included) from an encoded body and encoded document sequences.
+
+    ``checksum`` appends a CRC-32C and sets ``checksumPresent``.
+    """
+    if flags & _REQUIRED_BITS & ~_KNOWN_REQUIRED_BITS:
+        raise ValueError(f"unknown required OP_MSG flag bits in {flags:#x}")
+    flags &= ~FLAG_CHECKSUM_PRESENT
+    if checksum:
+        flags |= FLAG_CHECKSUM_PRESENT
+    seen: set[str] = set()
+    parts = [_UINT32.pack(flags), b"\x00", body]
+    for identifier, documents in sequences:
+        if identifier in seen:
+            raise ValueError(f"document sequence identifier {identifier!r} appears twice")
+        seen.add(identifier)
+        parts.append(_sequence_section(identifier, documents))
+    payload = b"".join(parts)
+    length = HEADER_SIZE + len(payload) + (4 if checksum else 0)
+    message = pack_header(length, request_id, response_to, OP_MSG) + payload
+    if checksum:
+        message += _UINT32.pack(crc32c(message))
+    return message
+
+
+# -- parsing -----------------------------------------------------------------
+
+def _read_cstring(data: memoryview, start: int, end: int) -> tuple[str, int]:
+    nul = bytes(data[start:end]).find(b"\x00")
+    if nul < 0:
+        raise ProtocolError("OP_MSG document sequence identifier is not NUL-terminated")
+    raw = bytes(data[start:start + nul])
+    try:
+        return raw.decode("utf-8"), start + nul + 1
+    except UnicodeDecodeError:
+        raise ProtocolError("OP_MSG document sequence identifier is not valid UTF-8") from None
+
+
+def _read_documents(data: memoryview, start: int, end: int) -> list[bytes]:
+    documents = []
+    position = start
+    while position < end:
+        if end - position < 5:
+            raise ProtocolError("OP_MSG document sequence ends inside a document")
+        (size,) = _INT32.unpack_from(data, position)
+        if size < 5 or position + size > end:
+            raise ProtocolError(f"OP_MSG document length {size} runs past its section")
+        documents.append(bytes(data[position:position + size]))
+        position += size
+    return documents
+
+
+def unpack_op_msg(
+    payload: bytes | bytearray | memoryview,
+    *,
+    header: bytes | None = None,
+    verify_checksum: bool = True,
+) -> OpMsg:
+    """Parse the bytes after the header of an OP_MSG.
+
+    A checksum, when present, is verified against ``header + payload`` if both
+    ``verify_checksum`` is true and ``header`` is given; callers skip it on TLS
+    connections, where the transport already guarantees integrity (the server
+    does the same).
+    """
+    data = memoryview(payload)
+    if len(data) < 5:
+        raise ProtocolError(f"OP_MSG body of {len(data)} bytes is too short")
+    (flags,) = _UINT32.unpack_from(data, 0)
+    unknown = flags & _REQUIRED_BITS & ~_KNOWN_REQUIRED_BITS
+    if unknown:
+        raise ProtocolError(f"OP_MSG has unknown required flag bits {unknown:#x}")
+    end = len(data)
+    if flags & FLAG_CHECKSUM_PRESENT:
+        if end < 4 + 1 + 4:
+            raise ProtocolError("OP_MSG with checksumPresent is too short to hold a checksum")
+        end -= 4
+        if verify_checksum and header is not None:
+            (expected,) = _UINT32.unpack_from(data, end)
+            actual = crc32c(data[:end], crc32c(header))
+            if actual != expected:
+                raise ProtocolError(f"OP_MSG checksum mismatch: computed {actual:#010x}, message says "
+                                    f"{expected:#010x}")
+    body: Optional[bytes] = None
+    sequences: dict[str, list[bytes]] = {}
+    position = 4
+    while position < end:
+        kind = data[position]
+        position += 1
+        if end - position < 4:
+            raise ProtocolError("OP_MSG section is truncated")
+        (size,) = _INT32.unpack_from(data, position)
+        if size < 5 or position + size > end:
+            raise ProtocolError(f"OP_MSG section size {size} does not fit the message")
+        if kind == 0:
+            if body is not None:
+                raise ProtocolError("OP_MSG has more than one kind-0 body section")
+            body = bytes(data[position:position + size])
+        elif kind == 1:
+            identifier, docs_start = _read_cstring(data, position + 4, position + size)
+            if identifier in sequences:
+                raise ProtocolError(f"OP_MSG repeats document sequence {identifier!r}")
+            sequences[identifier] = _read_documents(data, docs_start, position + size)
+        else:
+            raise ProtocolError(f"OP_MSG has unknown section kind {kind}")
+        position += size
+    if body is None:
+        raise ProtocolError("OP_MSG has no kind-0 body section")
+    return OpMsg(flags, body, sequences)
+
+
+# -- with BSON -----------------------------------------------------------------
+
+def command_with_db(command: Mapping[str, Any], dbname: str) -> dict[str, Any]:
+    """A copy of ``command`` with ``$db`` set: user documents are never mutated."""
+    if not command:
+        raise ValueError("a command document cannot be empty")
+    body = dict(command)
+    body["$db"] = dbname
+    return body
+
+
+def encode_command(
+    request_id: int,
+    command: Mapping[str, Any],
+    dbname: str,
+    *,
+    sequences: Optional[Mapping[str, Sequence[Mapping[str, Any]]]] = None,
+    flags: int = 0,
+    checksum: bool = False,
+    codec_options: Any = None,
+) -> bytes:
+    """Encode ``command`` (plus ``$db``) and optional document sequences as one OP_MSG."""
+    def encode(document: Mapping[str, Any]) -> bytes:
+        if codec_options is None:
+            return bson.encode(document)
+        return bson.encode(document, codec_options=codec_options)
+
+    body = encode(command_with_db(command, dbname))
+    encoded_sequences = [(name, [encode(doc) for doc in docs]) for name, docs in (sequences or {}).items()]
+    return pack_op_msg(request_id, body, encoded_sequences, flags=flags, checksum=checksum)
+
+
+def decode_reply(message: OpMsg, codec_options: Any = None) -> dict[str, Any]:
+    """The decoded kind-0 body of a reply; any reply document sequences are folded in as lists."""
+    def decode(data: bytes) -> dict[str, Any]:
+        try:
+            if codec_options is None:
+                return bson.decode(data)
+            return bson.decode(data, codec_options=codec_options)
+        except Exception as exc:  # any failure to read server bytes is the server's protocol error
+            raise ProtocolError(f"reply is not valid BSON: {exc}") from exc
+
+    document = decode(message.body)
+    for identifier, documents in message.sequences.items():
+        document[identifier] = [decode(doc) for doc in documents]
+    return document

@@ -1,0 +1,84 @@
+"""The TLS handshake waits on gevent, never blocking the hub: a 1 ms ticker keeps ticking."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import gevent
+import pytest
+
+from greenmongo.errors import NetworkTimeout
+from greenmongo.net.handshake import open_connection
+from greenmongo.net.settings import ConnectionSettings, TlsSettings
+from tests.servers.scripted import ScriptedServer
+from tests.servers.tls_certs import make_ca, make_cert, server_context
+
+
+class Ticker:
+    """A greenlet that records when it runs; gaps show how long the hub was blocked."""
+
+    def __init__(self) -> None:
+        self.ticks: list[float] = []
+        self.greenlet = gevent.spawn(self._run)
+
+    def _run(self) -> None:
+        while True:
+            self.ticks.append(time.monotonic())
+            gevent.sleep(0.001)
+
+    def stop(self) -> None:
+        self.greenlet.kill()
+
+    def ticks_between(self, start: float, end: float) -> list[float]:
+        return [tick for tick in self.ticks if start <= tick <= end]
+
+    def largest_gap(self, start: float, end: float) -> float:
+        ticks = [start] + self.ticks_between(start, end) + [end]
+        return max(later - earlier for earlier, later in zip(ticks, ticks[1:]))
+
+
+@pytest.fixture
+def ticker():
+    running = Ticker()
+    gevent.sleep(0.01)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tls-nonblocking")
+    ca = make_ca()
+    server = make_cert(ca, "localhost", dns_names=["localhost"], ip_addresses=["127.0.0.1"])
+    return {"ca": ca, "server": server, "ca_file": ca.write(directory, "ca")[0]}
+
+
+def test_peer_that_never_answers_the_client_hello(ticker, pki) -> None:
+    listener = socket.socket()  # the kernel accepts the TCP connection; nobody ever speaks TLS
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        started = time.monotonic()
+        with pytest.raises(NetworkTimeout, match="TLS handshake timed out"):
+            open_connection(listener.getsockname(),
+                            ConnectionSettings(tls=TlsSettings(ca_file=pki["ca_file"]), connect_timeout=0.5))
+        ended = time.monotonic()
+    finally:
+        listener.close()
+    assert 0.4 < ended - started < 2.0
+    assert len(ticker.ticks_between(started, ended)) > 20
+    assert ticker.largest_gap(started, ended) < 0.25  # blocking would leave one gap of >= 0.4 s
+
+
+def test_slow_tls_peer(ticker, pki) -> None:
+    context = server_context(pki["server"], pki["ca"])
+    with ScriptedServer(tls_context=context, tls_handshake_delay=0.4) as server:
+        started = time.monotonic()
+        settings = ConnectionSettings(tls=TlsSettings(ca_file=pki["ca_file"]), connect_timeout=5)
+        with open_connection(server.address, settings) as conn:
+            ended = time.monotonic()
+            assert conn.is_tls and conn.command("admin", {"ping": 1}) == {"ok": 1.0}
+    assert ended - started >= 0.4
+    assert len(ticker.ticks_between(started, ended)) > 20
+    assert ticker.largest_gap(started, ended) < 0.25  # blocking would leave one gap of >= 0.4 s
