@@ -1,0 +1,29 @@
+"""Authentication: SCRAM-SHA-1/256, PLAIN, MONGODB-X509, MONGODB-AWS, MONGODB-OIDC.
+
+``Authenticator(credentials)`` plugs into ``greenmongo.net.handshake`` (one per
+new connection). Underneath, ``authenticate(conn, credentials, handshake)`` runs a
+conversation over a connection; ``prepare_handshake(credentials).hello_fields()`` gives the hello's
+``saslSupportedMechs`` / ``speculativeAuthenticate``; ``reauthenticate`` answers
+error 391. ``AuthCache`` is the per-client state a ``MongoCredential`` carries.
+GSSAPI is not supported (no Kerberos binding installs here): it raises
+ConfigurationError.
+"""
+
+from greenmongo.auth.cache import AuthCache, AuthIO
+from greenmongo.auth.mechanisms import (
+    Authenticator,
+    HandshakeAuth,
+    SUPPORTED_MECHANISMS,
+    authenticate,
+    prepare_handshake,
+    reauthenticate,
+    resolve_mechanism,
+)
+from greenmongo.auth.oidc import OIDCCallback, OIDCCallbackContext, OIDCCallbackResult, OIDCIdPInfo
+from greenmongo.auth.saslprep import saslprep
+
+__all__ = [
+    "AuthCache", "AuthIO", "Authenticator", "HandshakeAuth", "OIDCCallback", "OIDCCallbackContext",
+    "OIDCCallbackResult", "OIDCIdPInfo", "SUPPORTED_MECHANISMS", "authenticate", "prepare_handshake", "reauthenticate",
+    "resolve_mechanism", "saslprep",
+]

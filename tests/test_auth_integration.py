@@ -1,0 +1,86 @@
+"""SCRAM-SHA-256 against a real SecantusDB started with --auth, through open_connection's handshake."""
+
+from __future__ import annotations
+
+import atexit
+
+import pytest
+
+from greenmongo.auth import Authenticator
+from greenmongo.errors import ConfigurationError, OperationFailure
+from greenmongo.net.handshake import open_connection
+from greenmongo.net.settings import ConnectionSettings
+from greenmongo.options.credentials import build_credentials
+from tests.servers.secantus import SecantusServer
+
+SETTINGS = ConnectionSettings(connect_timeout=10.0, socket_timeout=10.0)
+
+
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory):
+    """A server with users created while open, restarted with --auth on the same storage directory
+    (``:memory:`` storage would lose the users on restart)."""
+    storage = str(tmp_path_factory.mktemp("secantus-auth") / "data")
+    with SecantusServer(storage_path=storage) as setup:
+        conn = open_connection(setup.address, SETTINGS)
+        try:
+            for user, password in (("alice", "s3cret"), ("\u2168", "\u2163")):
+                conn.command("admin", {"createUser": user, "pwd": password, "roles": ["root"],
+                                       "mechanisms": ["SCRAM-SHA-256"]})
+        finally:
+            conn.close()
+    server = SecantusServer(storage_path=storage, auth=True, port=setup.port)
+    atexit.register(server.stop)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _connect(server, username, password, mechanism=None):
+    credentials = build_credentials(mechanism, None, username, password, None, None)
+    authenticator = Authenticator(credentials)
+    return open_connection(server.address, SETTINGS, authenticator=authenticator), authenticator
+
+
+@pytest.mark.parametrize("mechanism", [None, "SCRAM-SHA-256"])
+def test_right_password_authenticates(auth_server, mechanism) -> None:
+    conn, authenticator = _connect(auth_server, "alice", "s3cret", mechanism)
+    try:
+        assert authenticator.mechanism == "SCRAM-SHA-256"
+        assert "speculativeAuthenticate" in conn.hello  # the hello carried the saslStart
+        reply = conn.command("admin", {"connectionStatus": 1})
+        users = reply["authInfo"]["authenticatedUsers"]
+        assert {"user": "alice", "db": "admin"} in [{"user": u["user"], "db": u["db"]} for u in users]
+    finally:
+        conn.close()
+
+
+def test_unauthenticated_connection_is_refused(auth_server) -> None:
+    conn = open_connection(auth_server.address, SETTINGS)
+    try:
+        with pytest.raises(OperationFailure) as info:
+            conn.command("admin", {"listDatabases": 1})
+        assert info.value.code == 13  # Unauthorized
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("username, password", [("alice", "wrong"), ("nobody", "s3cret")])
+def test_wrong_password_or_user_is_code_18(auth_server, username, password) -> None:
+    with pytest.raises(OperationFailure) as info:
+        _connect(auth_server, username, password)
+    assert info.value.code == 18
+
+
+@pytest.mark.parametrize("password", ["\u2163", "I\u00adV", "IV"])
+def test_saslprep_forms_of_the_password(auth_server, password) -> None:
+    # The auth spec's SASLprep test: user "\u2168" with password "\u2163" (which SASLpreps to "IV").
+    conn, _ = _connect(auth_server, "\u2168", password)
+    conn.close()
+
+
+def test_scram_sha1_is_not_offered(auth_server) -> None:
+    with pytest.raises((OperationFailure, ConfigurationError)):
+        _connect(auth_server, "alice", "s3cret", "SCRAM-SHA-1")
