@@ -154,6 +154,10 @@ class PoolClearedError(AutoReconnect):
         self._add_error_label("RetryableWriteError")
 
 
+class PoolClosedError(GreenMongoError):
+    """Checkout from a closed pool: not retryable, the client is shutting down."""
+
+
 # -- server replies ----------------------------------------------------------
 
 def _format_detailed_error(message: str, details: Any) -> str:

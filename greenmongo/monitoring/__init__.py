@@ -4,6 +4,22 @@ Each family lives in its own module; this package re-exports the public names so
 ``from greenmongo import monitoring; monitoring.ServerListener`` works as in PyMongo.
 """
 
+from greenmongo.monitoring.pool import (
+    ConnectionCheckedInEvent,
+    ConnectionCheckedOutEvent,
+    ConnectionCheckOutFailedEvent,
+    ConnectionCheckOutFailedReason,
+    ConnectionCheckOutStartedEvent,
+    ConnectionClosedEvent,
+    ConnectionClosedReason,
+    ConnectionCreatedEvent,
+    ConnectionPoolListener,
+    ConnectionReadyEvent,
+    PoolClearedEvent,
+    PoolClosedEvent,
+    PoolCreatedEvent,
+    PoolReadyEvent,
+)
 from greenmongo.monitoring.topology import (
     ServerClosedEvent,
     ServerDescriptionChangedEvent,
@@ -20,6 +36,10 @@ from greenmongo.monitoring.topology import (
 )
 
 __all__ = [
+    "ConnectionCheckedInEvent", "ConnectionCheckedOutEvent", "ConnectionCheckOutFailedEvent",
+    "ConnectionCheckOutFailedReason", "ConnectionCheckOutStartedEvent", "ConnectionClosedEvent",
+    "ConnectionClosedReason", "ConnectionCreatedEvent", "ConnectionPoolListener", "ConnectionReadyEvent",
+    "PoolClearedEvent", "PoolClosedEvent", "PoolCreatedEvent", "PoolReadyEvent",
     "ServerClosedEvent", "ServerDescriptionChangedEvent", "ServerHeartbeatFailedEvent",
     "ServerHeartbeatListener", "ServerHeartbeatStartedEvent", "ServerHeartbeatSucceededEvent",
     "ServerListener", "ServerOpeningEvent", "TopologyClosedEvent", "TopologyDescriptionChangedEvent",

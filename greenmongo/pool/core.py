@@ -1,0 +1,619 @@
+"""The Pool: checkout, check-in, clear, ready, close and the synchronous bookkeeping behind them.
+
+See the package docstring for why there is no lock and how each switch point is made safe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from time import monotonic
+from typing import Any, Callable, Dict, Iterable, Optional
+
+import gevent
+from gevent.event import Event
+from gevent.hub import get_hub
+from gevent.timeout import Timeout
+
+from greenmongo.errors import InvalidOperation, PoolClearedError, WaitQueueTimeoutError
+from greenmongo.monitoring.pool import (ConnectionCheckOutFailedReason as _Failed,
+                                        ConnectionClosedReason as _Closed, _PoolEventPublisher)
+from greenmongo.pool.background import BackgroundMaintenance
+from greenmongo.pool.events import PoolEvents
+from greenmongo.pool.model import (ConnectionFactory, PoolClosedError, PooledConnection, PoolOptions,
+                                   PoolState, PoolStats, address_text, close_quietly)
+from greenmongo.pool.waitqueue import (FAILED, GONE, HANDED_CONNECTION, HANDED_SLOT, WAITING,
+                                       WaitQueueEntry)
+from greenmongo.pool_logging import ConnectionLogger
+
+
+SLOT_RESERVED: Any = object()  # what a checkout holds when it must establish a connection itself
+
+
+class _Interrupted(BaseException):
+    """Thrown into a greenlet establishing a connection that ``clear(interrupt...)`` cancelled.
+
+    A BaseException so a factory's ``except Exception`` wrapping cannot swallow it.
+    """
+
+
+_fork_epoch = 0
+
+
+def _after_fork_in_child() -> None:
+    global _fork_epoch
+    _fork_epoch += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class Pool(PoolEvents, BackgroundMaintenance):
+    """A CMAP connection pool for one server address. Starts paused; ``ready()`` opens it."""
+
+    def __init__(
+        self,
+        address: Any,
+        factory: ConnectionFactory,
+        options: Optional[PoolOptions] = None,
+        event_listeners: Optional[Iterable[Any]] = None,
+        on_populate_error: Optional[Callable[[BaseException], None]] = None,
+    ) -> None:
+        """``on_populate_error(error)`` is the SDAM hook for a failed background (minPoolSize)
+        establishment; it runs before that connection's ConnectionClosedEvent."""
+        self.address = address
+        self.opts = opts = options or PoolOptions()
+        self._factory = factory
+        self._on_populate_error = on_populate_error
+        self._max_pool_size = opts.max_pool_size
+        self._min_pool_size = opts.min_pool_size
+        self._max_connecting = opts.max_connecting
+        self._max_idle = opts.max_idle_time
+        self._load_balanced = opts.load_balanced
+        self._publisher = _PoolEventPublisher(address, event_listeners)
+        self._publish = bool(self._publisher)
+        self._log = ConnectionLogger(address)
+
+        self._state = PoolState.PAUSED
+        self._generation = 0
+        self._service_generations: Dict[Any, list] = {}  # service_id -> [generation, connections]
+        self._next_id = 1
+        self._total = 0  # pending + available + in use (and handed to a waiter)
+        self._pending = 0  # being established (slots reserved included)
+        self._pending_for_pool = 0  # of which by the background: each will serve a waiter
+        self._available: deque = deque()  # PooledConnection, most recently used on the right
+        self._in_use: Dict[int, PooledConnection] = {}  # id(conn) -> record
+        self._waiters: deque = deque()
+        self._establishing: Dict[PooledConnection, Any] = {}  # record -> establishing greenlet
+        self._clear_cause: Optional[BaseException] = None
+        self._pinned = {"cursor": 0, "transaction": 0}
+        self._fork_epoch = _fork_epoch
+
+        # Background maintenance: created on the first ready().
+        self._populating_enabled = False
+        self._wake: Optional[Event] = None
+        self._maintenance: Optional[gevent.Greenlet] = None
+        self._timer: Any = None
+        self._populators: set = set()  # greenlets establishing for minPoolSize
+        self._populators_starting: set = set()  # spawned, not yet counted as pending
+
+        if self._publish:
+            self._publisher.pool_created(opts.non_default_options)
+        if self._log.enabled():
+            self._log.pool_created(opts.non_default_options)
+
+    # -- public API -----------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    @property
+    def closed(self) -> bool:
+        return self._state == PoolState.CLOSED
+
+    def stats(self) -> PoolStats:
+        return PoolStats(state=self._state, generation=self._generation, total=self._total,
+                         available=len(self._available), pending=self._pending,
+                         in_use=len(self._in_use), waiters=len(self._waiters),
+                         establishing=len(self._establishing),
+                         populators=len(self._populators) + len(self._populators_starting))
+
+    def describe(self, conn: Any) -> PooledConnection:
+        """The pool's record of a checked-out connection (id, generation, service_id, pinned)."""
+        record = self._in_use.get(id(conn))
+        if record is None or record.conn is not conn:
+            raise InvalidOperation("connection is not checked out from this pool")
+        return record
+
+    def stale(self, generation: int, service_id: Any = None) -> bool:
+        """True if a connection of ``generation`` (for ``service_id``) predates a clear."""
+        if self._load_balanced and service_id is not None:
+            entry = self._service_generations.get(service_id)
+            return entry is not None and generation != entry[0]
+        return generation != self._generation
+
+    def mark_pinned(self, conn: Any, kind: Optional[str]) -> None:
+        """Record that a cursor or transaction owns ``conn`` (load-balanced mode), or no longer does."""
+        record = self.describe(conn)
+        if record.pinned:
+            self._pinned[record.pinned] -= 1
+        record.pinned = kind
+        if kind:
+            self._pinned[kind] = self._pinned.get(kind, 0) + 1
+
+    def checkout(self, deadline: Optional[float] = None) -> "_Checkout":
+        """``with pool.checkout() as conn:`` -- checks the connection back in however the block ends."""
+        return _Checkout(self, deadline)
+
+    def check_out(self, deadline: Optional[float] = None) -> Any:
+        """A ready connection, in wait-queue order.
+
+        ``deadline`` (``time.monotonic()`` based, e.g. the operation's CSOT deadline) bounds
+        the wait together with waitQueueTimeoutMS; it does not bound establishment.
+        Raises WaitQueueTimeoutError, PoolClearedError (retryable), PoolClosedError,
+        or the factory's error.
+        """
+        if self._fork_epoch != _fork_epoch:
+            self._reset_after_fork()
+        instrumented = self._publish or self._log.enabled()
+        started = monotonic() if instrumented else 0.0
+        if instrumented:
+            self._event_checkout_started()
+        record = self._acquire(deadline, started, instrumented)
+        if instrumented:
+            try:
+                self._event_checked_out(record.id, monotonic() - started)
+            except BaseException:
+                self.check_in(record.conn)
+                raise
+        return record.conn
+
+    def check_in(self, conn: Any) -> None:
+        """Return a checked-out connection; closes it if perished or if the pool is closed."""
+        record = self._in_use.pop(id(conn), None)
+        if record is None:
+            raise InvalidOperation("connection was not checked out from this pool")
+        if record.pinned:
+            self._pinned[record.pinned] -= 1
+            record.pinned = None
+        reason = self._return_reason(record)
+        if reason is None:
+            record.last_used = monotonic()
+            self._hand_off(record)
+        else:
+            self._forget(record)
+            close_quietly(conn)
+        if self._publish or self._log.enabled():
+            try:
+                self._event_checked_in(record.id)
+            finally:
+                if reason is not None:
+                    self._event_closed(record.id, reason)
+
+    def ready(self) -> None:
+        """paused -> ready: checkouts and background population may proceed."""
+        if self._state != PoolState.PAUSED:
+            return
+        self._state = PoolState.READY
+        try:
+            if self._publish:
+                self._publisher.pool_ready()
+            if self._log.enabled():
+                self._log.pool_ready()
+        finally:
+            # Only now may the background create connections: nobody can observe
+            # its work before the PoolReadyEvent.
+            self._populating_enabled = True
+            self._start_maintenance()
+            self._dispatch_slots()
+            self._wake_maintenance()
+
+    def clear(self, interrupt_in_use_connections: bool = False, service_id: Any = None,
+              cause: Optional[BaseException] = None) -> None:
+        """Mark every current connection stale; pause the pool and fail its waiters.
+
+        Load-balanced pools bump the generation of ``service_id`` (all services if None)
+        and neither pause nor fail waiters. ``interrupt_in_use_connections`` also closes
+        in-use connections and cancels pending establishments of the old generation(s).
+        ``cause`` (the error that triggered the clear) goes into PoolClearedError messages.
+        """
+        if self._state == PoolState.CLOSED:
+            return
+        old_generation = self._generation
+        announce = True
+        if self._load_balanced:
+            if service_id is None:
+                self._generation += 1
+                for entry in self._service_generations.values():
+                    entry[0] += 1
+            else:
+                entry = self._service_generations.get(service_id)
+                if entry is not None:
+                    entry[0] += 1
+        else:
+            self._generation += 1
+            announce = self._state != PoolState.PAUSED
+            self._state = PoolState.PAUSED
+            self._populating_enabled = False
+            self._clear_cause = cause
+            self._fail_waiters(_Failed.CONN_ERROR, self._cleared_error)
+        if interrupt_in_use_connections:
+            self._interrupt(old_generation, service_id)
+        self._wake_maintenance()  # close perished available connections promptly
+        if announce:
+            if self._publish:
+                self._publisher.pool_cleared(service_id, interrupt_in_use_connections)
+            if self._log.enabled():
+                self._log.pool_cleared(service_id)
+
+    def close(self) -> None:
+        """Close available connections, fail waiters, stop the background; for good."""
+        if self._state == PoolState.CLOSED:
+            return
+        self._state = PoolState.CLOSED
+        self._populating_enabled = False
+        records = list(self._available)
+        self._available.clear()
+        for record in records:
+            self._forget(record)
+        self._fail_waiters(_Failed.POOL_CLOSED, self._closed_error)
+        for glet in list(self._populators) + list(self._populators_starting):
+            glet.kill(block=False)
+        self._populators_starting.clear()  # killed before starting: they never reserve anything
+        self._stop_maintenance()
+        for record in records:
+            close_quietly(record.conn)
+        try:
+            for record in records:
+                self._event_closed(record.id, _Closed.POOL_CLOSED)
+        finally:
+            if self._publish:
+                self._publisher.pool_closed()
+            if self._log.enabled():
+                self._log.pool_closed()
+
+    def __repr__(self) -> str:
+        return f"<Pool {self.address!r} {self._state} total={self._total} in_use={len(self._in_use)}>"
+
+    # -- checkout internals -------------------------------------------------------
+
+    def _acquire(self, deadline: Optional[float], started: float, instrumented: bool) -> PooledConnection:
+        if self._state != PoolState.READY:
+            raise self._fail_checkout_not_ready(started)
+        got: Any = None
+        perished: list = []
+        if not self._waiters:
+            # Fast path: nobody queued ahead of us, so we may take without waiting.
+            available = self._available
+            while available:
+                record = available.pop()
+                reason = self._perished_reason(record)
+                if reason is None:
+                    self._in_use[id(record.conn)] = record
+                    got = record
+                    break
+                self._forget(record)
+                perished.append((record, reason))
+            if got is None and self._can_create() and not self._pending_for_pool:
+                self._pending += 1
+                self._total += 1
+                got = SLOT_RESERVED
+        if perished:
+            try:
+                self._close_perished(perished)
+            except BaseException:
+                self._give_back(got)
+                raise
+        if got is None:
+            got = self._wait(deadline, started)
+        if got is SLOT_RESERVED:
+            return self._establish_for_checkout(started)
+        return got
+
+    def _wait(self, deadline: Optional[float], started: float) -> Any:
+        """Queue up; returns a record (already in use) or SLOT_RESERVED. Kill-safe at the one switch."""
+        timeout = self.opts.wait_queue_timeout
+        if deadline is not None:
+            remaining = deadline - monotonic()
+            timeout = remaining if timeout is None else min(timeout, remaining)
+        entry = WaitQueueEntry()
+        self._waiters.append(entry)
+        timer = None
+        try:
+            if timeout is not None:
+                timer = Timeout(max(timeout, 0.0))
+                timer.start()
+            entry.waiter.get()
+        except BaseException as exc:
+            if exc is timer and entry.outcome in (HANDED_CONNECTION, HANDED_SLOT, FAILED):
+                pass  # served in the same loop turn as our timer fired: keep what we got
+            else:
+                self._abandon(entry)
+                if exc is timer:
+                    raise self._fail_checkout(_Failed.TIMEOUT, started, WaitQueueTimeoutError(
+                        self._timeout_message())) from None
+                self._fail_checkout_quietly(exc, started)
+                raise
+        finally:
+            if timer is not None:
+                timer.close()
+        if entry.outcome == FAILED:
+            entry.outcome = GONE
+            raise self._fail_checkout(entry.reason, started, entry.value)
+        if self._state != PoolState.READY:
+            # Served, then the pool was cleared or closed before we ran: give it back.
+            self._abandon(entry)
+            raise self._fail_checkout_not_ready(started)
+        got = entry.value if entry.outcome == HANDED_CONNECTION else SLOT_RESERVED
+        entry.outcome = GONE
+        entry.value = None
+        return got
+
+    def _abandon(self, entry: WaitQueueEntry) -> None:
+        """Synchronously undo whatever ``entry`` holds; it leaves the queue for good."""
+        outcome, entry.outcome = entry.outcome, GONE
+        record, entry.value = entry.value, None
+        if outcome == WAITING:
+            try:
+                self._waiters.remove(entry)
+            except ValueError:
+                pass
+        elif outcome == HANDED_CONNECTION:
+            self._give_back(record)
+        elif outcome == HANDED_SLOT:
+            self._release_slot()
+
+    def _give_back(self, got: Any) -> None:
+        """Return, without events, a record or slot a checkout obtained but never handed out."""
+        if got is SLOT_RESERVED:
+            self._release_slot()
+        elif got is not None:
+            if self._in_use.pop(id(got.conn), None) is None:
+                return
+            reason = self._return_reason(got)
+            if reason is None:
+                self._hand_off(got)
+            else:
+                self._forget(got)
+                close_quietly(got.conn)
+                self._event_closed_quietly(got.id, reason)
+
+    def _establish_for_checkout(self, started: float) -> PooledConnection:
+        record = self._new_record()
+        try:
+            conn = self._establish(record, None)
+        except BaseException as exc:
+            self._fail_checkout_quietly(exc, started, establishing=True)
+            raise
+        # Established: free the connecting slot before any listener runs.
+        self._pending -= 1
+        self._in_use[id(conn)] = record
+        self._dispatch_slots()
+        try:
+            self._event_ready(record)
+        except BaseException as exc:
+            self._give_back(record)
+            self._fail_checkout_quietly(exc, started, establishing=True)
+            raise
+        return record
+
+    def _establish(self, record: PooledConnection,
+                   on_error: Optional[Callable[[BaseException], None]]) -> Any:
+        """Run the factory for a reserved pending slot.
+
+        On success the slot stays pending (the caller finishes it synchronously).
+        On any exception the slot is released, ``on_error`` runs, ConnectionClosed is
+        emitted and the exception propagates (an interruption as PoolClearedError).
+        """
+        self._establishing[record] = gevent.getcurrent()
+        failure: Optional[BaseException] = None
+        interrupted = False
+        try:
+            self._event_created(record.id)
+            if record.interrupted:
+                raise _Interrupted()
+            record.in_factory = True
+            try:
+                conn = self._factory(record.id)
+            finally:
+                record.in_factory = False
+            if record.interrupted:
+                close_quietly(conn)
+                raise _Interrupted()
+            record.conn = conn
+            if self._load_balanced:
+                self._adopt_service(record, getattr(conn, "service_id", None))
+            return conn
+        except _Interrupted:
+            interrupted = True
+            failure = PoolClearedError(
+                f"Connection to {address_text(self.address)} interrupted due to server monitor timeout")
+            raise failure from None
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            del self._establishing[record]
+            if failure is not None:
+                self._pending -= 1
+                if record.for_pool:
+                    self._pending_for_pool -= 1
+                self._total -= 1
+                self._dispatch_slots()
+                try:
+                    if on_error is not None and isinstance(failure, Exception) and not interrupted:
+                        on_error(failure)
+                finally:
+                    self._event_closed_quietly(record.id, _Closed.ERROR, failure)
+
+    def _adopt_service(self, record: PooledConnection, service_id: Any) -> None:
+        if service_id is None:
+            return  # a server that sent no serviceId: tracked by the pool-wide generation
+        record.service_id = service_id
+        entry = self._service_generations.get(service_id)
+        if entry is None:
+            entry = self._service_generations[service_id] = [0, 0]
+        record.generation = entry[0]
+        entry[1] += 1
+
+    # -- bookkeeping (synchronous: never switches) ----------------------------------
+
+    def _new_record(self) -> PooledConnection:
+        record = PooledConnection(self._next_id, self._generation)
+        self._next_id += 1
+        return record
+
+    def _can_create(self) -> bool:
+        """Room for one more pending connection (maxConnecting) and connection (maxPoolSize)."""
+        return (self._pending < self._max_connecting
+                and (not self._max_pool_size or self._total < self._max_pool_size))
+
+    def _perished_reason(self, record: PooledConnection) -> Optional[str]:
+        if self.stale(record.generation, record.service_id):
+            return _Closed.STALE
+        if self._max_idle is not None and monotonic() - record.last_used > self._max_idle:
+            return _Closed.IDLE
+        if record.conn.closed:
+            return _Closed.ERROR
+        return None
+
+    def _return_reason(self, record: PooledConnection) -> Optional[str]:
+        if self._state == PoolState.CLOSED:
+            return _Closed.POOL_CLOSED
+        if record.interrupted or self.stale(record.generation, record.service_id):
+            return _Closed.STALE
+        if record.conn.closed:
+            return _Closed.ERROR
+        return None
+
+    def _hand_off(self, record: PooledConnection) -> None:
+        """A usable connection: to the first waiter if any, else onto the available stack."""
+        if self._waiters and self._state == PoolState.READY:
+            entry = self._waiters.popleft()
+            self._in_use[id(record.conn)] = record
+            entry.outcome = HANDED_CONNECTION
+            entry.value = record
+            entry.wake()
+        else:
+            self._available.append(record)
+
+    def _forget(self, record: PooledConnection) -> None:
+        """A connection leaves the pool's count (the caller closes it and announces it)."""
+        self._total -= 1
+        if record.service_id is not None:
+            entry = self._service_generations.get(record.service_id)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    del self._service_generations[record.service_id]
+        self._dispatch_slots()
+
+    def _release_slot(self) -> None:
+        self._pending -= 1
+        self._total -= 1
+        self._dispatch_slots()
+
+    def _dispatch_slots(self) -> None:
+        """Reserve connecting slots for waiters at the head of the queue, in order."""
+        waiters = self._waiters
+        # Connections the background is establishing will each go to a waiter: only the
+        # waiters beyond those need a connection of their own (so nobody starts establishing
+        # one while a minPoolSize connection is about to become available).
+        while (len(waiters) > self._pending_for_pool and self._state == PoolState.READY
+               and self._can_create()):
+            entry = waiters.popleft()
+            self._pending += 1
+            self._total += 1
+            entry.outcome = HANDED_SLOT
+            entry.wake()
+        if self._min_pool_size and self._total < self._min_pool_size:
+            self._wake_maintenance()
+
+    def _fail_waiters(self, reason: str, make_error: Callable[[], BaseException]) -> None:
+        waiters, self._waiters = self._waiters, deque()
+        for entry in waiters:
+            entry.outcome = FAILED
+            entry.reason = reason
+            entry.value = make_error()
+            entry.wake()
+
+    def _interrupt(self, old_generation: int, service_id: Any) -> None:
+        def targeted(record: PooledConnection) -> bool:
+            if self._load_balanced and service_id is not None:
+                return record.service_id == service_id
+            return record.generation <= old_generation
+
+        for record in list(self._in_use.values()):
+            if targeted(record):
+                record.interrupted = True
+                close_quietly(record.conn)
+        loop = None
+        for record, glet in list(self._establishing.items()):
+            if self._load_balanced and service_id is not None:
+                continue  # its service is unknown until the handshake ends
+            record.interrupted = True
+            if record.in_factory:
+                loop = loop or get_hub().loop
+                loop.run_callback(self._deliver_interrupt, record, glet)
+
+    def _deliver_interrupt(self, record: PooledConnection, glet: Any) -> None:
+        # Runs in the hub: the target is suspended, so this check cannot race.
+        if record.in_factory and self._establishing.get(record) is glet and not glet.dead:
+            glet.throw(_Interrupted())
+
+    def _reset_after_fork(self) -> None:
+        """In a forked child the parent's sockets are shared: never reuse them."""
+        self._fork_epoch = _fork_epoch
+        self._generation += 1
+        records = list(self._available)
+        self._available.clear()
+        for record in records:
+            self._forget(record)
+            close_quietly(record.conn)
+
+    # -- errors and checkout failure events ----------------------------------------
+
+    def _cleared_error(self) -> PoolClearedError:
+        where = address_text(self.address)
+        if self._clear_cause is not None:
+            return PoolClearedError(f"Connection pool for {where} was cleared because another "
+                                    f"operation failed with: {self._clear_cause}")
+        return PoolClearedError(f"Connection pool for {where} is paused")
+
+    def _closed_error(self) -> BaseException:
+        return PoolClosedError("Attempted to check out a connection from closed connection pool")
+
+    def _timeout_message(self) -> str:
+        message = "Timed out while checking out a connection from connection pool"
+        if self._load_balanced:
+            cursors, txns = self._pinned.get("cursor", 0), self._pinned.get("transaction", 0)
+            message += (f". maxPoolSize: {self._max_pool_size}, connections in use by cursors: "
+                        f"{cursors}, connections in use by transactions: {txns}, connections in use "
+                        f"by other operations: {len(self._in_use) - cursors - txns}")
+        return message
+
+
+class _Checkout:
+    """The context manager behind ``Pool.checkout()``."""
+
+    __slots__ = ("_pool", "_deadline", "_conn")
+
+    def __init__(self, pool: Pool, deadline: Optional[float]) -> None:
+        self._pool = pool
+        self._deadline = deadline
+        self._conn: Any = None
+
+    def __enter__(self) -> Any:
+        self._conn = self._pool.check_out(self._deadline)
+        return self._conn
+
+    def __exit__(self, *exc_info: Any) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._pool.check_in(conn)

@@ -1,0 +1,107 @@
+"""Event and log emission for the pool, as a mixin of :class:`greenmongo.pool.core.Pool`.
+
+Called only at points where the pool's state is already consistent: a listener or log
+handler that switches, raises or is killed cannot leave a counter wrong.
+"""
+
+from __future__ import annotations
+
+from time import monotonic
+from typing import Any, Optional
+
+from gevent.timeout import Timeout
+
+from greenmongo.monitoring.pool import ConnectionCheckOutFailedReason as _Failed
+from greenmongo.pool.model import PoolClosedError, PooledConnection, PoolState, close_quietly
+
+
+class PoolEvents:
+    """CheckOutFailed / Created / Ready / Closed / CheckedOut / CheckedIn emission helpers."""
+
+    # Provided by Pool.
+    _publish: bool
+    _publisher: Any
+    _log: Any
+    _state: str
+
+    def _fail_checkout_not_ready(self, started: float) -> BaseException:
+        if self._state == PoolState.CLOSED:
+            return self._fail_checkout(_Failed.POOL_CLOSED, started, self._closed_error())
+        return self._fail_checkout(_Failed.CONN_ERROR, started, self._cleared_error())
+
+    def _fail_checkout(self, reason: str, started: float, error: BaseException) -> BaseException:
+        if self._publish or self._log.enabled():
+            duration = monotonic() - started
+            if self._publish:
+                self._publisher.checkout_failed(reason, duration)
+            if self._log.enabled():
+                self._log.checkout_failed(reason, duration, error if reason == _Failed.CONN_ERROR else None)
+        return error
+
+    def _fail_checkout_quietly(self, exc: BaseException, started: float, establishing: bool = False) -> None:
+        """CheckOutFailed for an error already propagating (never masks it with a listener's)."""
+        if isinstance(exc, Timeout) and not establishing:
+            reason = _Failed.TIMEOUT
+        elif isinstance(exc, PoolClosedError):
+            reason = _Failed.POOL_CLOSED
+        else:
+            reason = _Failed.CONN_ERROR
+        try:
+            self._fail_checkout(reason, started, exc)
+        except Exception:
+            pass
+
+    # -- events (called only when the state is consistent) ------------------------
+
+    def _event_checkout_started(self) -> None:
+        if self._publish:
+            self._publisher.checkout_started()
+        if self._log.enabled():
+            self._log.checkout_started()
+
+    def _event_checked_out(self, connection_id: int, duration: float) -> None:
+        if self._publish:
+            self._publisher.checked_out(connection_id, duration)
+        if self._log.enabled():
+            self._log.checked_out(connection_id, duration)
+
+    def _event_checked_in(self, connection_id: int) -> None:
+        if self._publish:
+            self._publisher.checked_in(connection_id)
+        if self._log.enabled():
+            self._log.checked_in(connection_id)
+
+    def _event_created(self, connection_id: int) -> None:
+        if self._publish:
+            self._publisher.connection_created(connection_id)
+        if self._log.enabled():
+            self._log.connection_created(connection_id)
+
+    def _event_ready(self, record: PooledConnection) -> None:
+        if self._publish or self._log.enabled():
+            duration = monotonic() - record.created_at
+            if self._publish:
+                self._publisher.connection_ready(record.id, duration)
+            if self._log.enabled():
+                self._log.connection_ready(record.id, duration)
+
+    def _event_closed(self, connection_id: int, reason: str, error: Optional[BaseException] = None) -> None:
+        if self._publish:
+            self._publisher.connection_closed(connection_id, reason)
+        if self._log.enabled():
+            self._log.connection_closed(connection_id, reason, error)
+
+    def _event_closed_quietly(self, connection_id: int, reason: str,
+                              error: Optional[BaseException] = None) -> None:
+        try:
+            self._event_closed(connection_id, reason, error)
+        except Exception:
+            pass
+
+    def _close_perished(self, perished: list) -> None:
+        for record, _ in perished:
+            close_quietly(record.conn)
+        for record, reason in perished:
+            self._event_closed(record.id, reason)
+
+    # -- background maintenance -------------------------------------------------

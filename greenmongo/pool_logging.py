@@ -1,0 +1,175 @@
+"""The CMAP spec's standardized log messages, on the ``greenmongo.connection`` logger.
+
+Every message is logged at DEBUG with a :class:`StructuredMessage` as the
+record's ``msg``: a dict holding the spec's exact field names
+(``message``, ``serverHost``, ``serverPort``, ``driverConnectionId``,
+``durationMS``, ...), whose ``str()`` is the spec's unstructured sentence.
+Handlers that format records print the sentence; code that wants the fields
+(the unified test runner, JSON log shippers) reads ``record.msg`` as a
+mapping. Absent optional fields are omitted, never logged as null.
+
+Callers check :meth:`ConnectionLogger.enabled` first, so a disabled logger
+costs one cached level lookup.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping, Optional
+
+CONNECTION_LOGGER = logging.getLogger("greenmongo.connection")
+
+_DEBUG = logging.DEBUG
+
+CLOSED_REASON_TEXT = {
+    "stale": "Connection became stale because the pool was cleared",
+    "idle": "Connection has been available but unused for longer than the configured max idle time",
+    "error": "An error occurred while using the connection",
+    "poolClosed": "Connection pool was closed",
+}
+
+CHECKOUT_FAILED_REASON_TEXT = {
+    "timeout": "Wait queue timeout elapsed without a connection becoming available",
+    "connectionError": "An error occurred while trying to establish a new connection",
+    "poolClosed": "Connection pool was closed",
+}
+
+_POOL_OPTION_KEYS = ("maxIdleTimeMS", "minPoolSize", "maxPoolSize", "maxConnecting",
+                     "waitQueueTimeoutMS", "waitQueueSize", "waitQueueMultiple")
+
+
+class StructuredMessage(dict):
+    """The structured fields of one log message; ``str()`` renders the spec's sentence."""
+
+    def __str__(self) -> str:
+        return _render(self)
+
+
+def split_address(address: Any) -> tuple[str, Optional[int]]:
+    """(serverHost, serverPort); the port is None for a Unix domain socket path."""
+    if isinstance(address, tuple):
+        host, port = address[0], (address[1] if len(address) > 1 else None)
+        if isinstance(host, str) and host.endswith(".sock"):
+            return host, None
+        return str(host), port
+    text = str(address)
+    if text.endswith(".sock"):
+        return text, None
+    host, sep, port = text.rpartition(":")
+    if sep and port.isdigit():
+        return host.strip("[]"), int(port)
+    return text, 27017
+
+
+class ConnectionLogger:
+    """Emits the CMAP log messages for one pool (bound to its address)."""
+
+    __slots__ = ("_logger", "_host", "_port")
+
+    def __init__(self, address: Any, logger: logging.Logger = CONNECTION_LOGGER) -> None:
+        self._logger = logger
+        self._host, self._port = split_address(address)
+
+    def enabled(self) -> bool:
+        return self._logger.isEnabledFor(_DEBUG)
+
+    def _emit(self, message: str, **fields: Any) -> None:
+        data = StructuredMessage(message=message, serverHost=self._host)
+        if self._port is not None:
+            data["serverPort"] = self._port
+        for key, value in fields.items():
+            if value is not None:
+                data[key] = value
+        self._logger.debug(data)
+
+    def pool_created(self, options: Mapping[str, Any]) -> None:
+        self._emit("Connection pool created",
+                   **{key: options[key] for key in _POOL_OPTION_KEYS if key in options})
+
+    def pool_ready(self) -> None:
+        self._emit("Connection pool ready")
+
+    def pool_cleared(self, service_id: Any = None) -> None:
+        self._emit("Connection pool cleared",
+                   serviceId=None if service_id is None else _hex(service_id))
+
+    def pool_closed(self) -> None:
+        self._emit("Connection pool closed")
+
+    def connection_created(self, connection_id: int) -> None:
+        self._emit("Connection created", driverConnectionId=connection_id)
+
+    def connection_ready(self, connection_id: int, duration: float) -> None:
+        self._emit("Connection ready", driverConnectionId=connection_id, durationMS=duration * 1000.0)
+
+    def connection_closed(self, connection_id: int, reason: str, error: Optional[BaseException] = None) -> None:
+        self._emit("Connection closed", driverConnectionId=connection_id,
+                   reason=CLOSED_REASON_TEXT.get(reason, reason),
+                   error=None if error is None else _error_text(error))
+
+    def checkout_started(self) -> None:
+        self._emit("Connection checkout started")
+
+    def checkout_failed(self, reason: str, duration: float, error: Optional[BaseException] = None) -> None:
+        self._emit("Connection checkout failed",
+                   reason=CHECKOUT_FAILED_REASON_TEXT.get(reason, reason),
+                   error=None if error is None else _error_text(error),
+                   durationMS=duration * 1000.0)
+
+    def checked_out(self, connection_id: int, duration: float) -> None:
+        self._emit("Connection checked out", driverConnectionId=connection_id, durationMS=duration * 1000.0)
+
+    def checked_in(self, connection_id: int) -> None:
+        self._emit("Connection checked in", driverConnectionId=connection_id)
+
+
+def _hex(service_id: Any) -> str:
+    binary = getattr(service_id, "binary", None)
+    if isinstance(binary, (bytes, bytearray)):
+        return bytes(binary).hex()
+    return str(service_id)
+
+
+def _error_text(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _render(data: Mapping[str, Any]) -> str:
+    """The spec's unstructured sentence for ``data``; missing optional segments are left out."""
+    message = data.get("message", "")
+    where = data.get("serverHost", "")
+    if "serverPort" in data:
+        where = f"{where}:{data['serverPort']}"
+    conn_id = data.get("driverConnectionId")
+    if message == "Connection pool created":
+        options = ", ".join(f"{key}={data[key]}" for key in _POOL_OPTION_KEYS if key in data)
+        return f"Connection pool created for {where}" + (f" using options {options}" if options else "")
+    if message == "Connection pool ready":
+        return f"Connection pool ready for {where}"
+    if message == "Connection pool cleared":
+        text = f"Connection pool for {where} cleared"
+        return text + (f" for serviceId {data['serviceId']}" if "serviceId" in data else "")
+    if message == "Connection pool closed":
+        return f"Connection pool closed for {where}"
+    if message == "Connection created":
+        return f"Connection created: address={where}, driver-generated ID={conn_id}"
+    if message == "Connection ready":
+        return (f"Connection ready: address={where}, driver-generated ID={conn_id}, "
+                f"established in={data.get('durationMS', 0):.3f} ms")
+    if message == "Connection closed":
+        text = f"Connection closed: address={where}, driver-generated ID={conn_id}. Reason: {data.get('reason')}"
+        return text + (f". Error: {data['error']}" if "error" in data else "")
+    if message == "Connection checkout started":
+        return f"Checkout started for connection to {where}"
+    if message == "Connection checkout failed":
+        text = f"Checkout failed for connection to {where}. Reason: {data.get('reason')}"
+        if "error" in data:
+            text += f". Error: {data['error']}"
+        return text + f". Duration: {data.get('durationMS', 0):.3f} ms"
+    if message == "Connection checked out":
+        return (f"Connection checked out: address={where}, driver-generated ID={conn_id}, "
+                f"duration={data.get('durationMS', 0):.3f} ms")
+    if message == "Connection checked in":
+        return f"Connection checked in: address={where}, driver-generated ID={conn_id}"
+    return str(dict(data))
