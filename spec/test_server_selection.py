@@ -13,7 +13,6 @@ Read preferences are a local stand-in (``types.SimpleNamespace`` with ``mode``,
 from __future__ import annotations
 
 import random
-import types
 from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
@@ -21,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional
 import pytest
 
 from greenmongo.bson.objectid import ObjectId
+from greenmongo.options.read_preferences import make_read_preference
 from greenmongo.errors import ConfigurationError
 from greenmongo.sdam.address import format_address, parse_address
 from greenmongo.sdam.rtt import RoundTripTimes
@@ -88,14 +88,11 @@ def topology_from_spec(spec: Mapping[str, Any], heartbeat_frequency_ms: Optional
                                TopologySettings(**settings_kwargs))
 
 
-def read_preference_from_spec(spec: Optional[Mapping[str, Any]]) -> types.SimpleNamespace:
-    """Stand-in for greenmongo's read preference classes: mode int, tag_sets, max_staleness."""
+def read_preference_from_spec(spec: Optional[Mapping[str, Any]]) -> Any:
+    """The driver's own read preference object for the case's ``read_preference``."""
     spec = spec or {}
-    return types.SimpleNamespace(
-        mode=MODES[spec.get("mode", "Primary")],
-        tag_sets=list(spec.get("tag_sets", [{}])),
-        max_staleness=spec.get("maxStalenessSeconds", -1),
-    )
+    return make_read_preference(MODES[spec.get("mode", "Primary")], spec.get("tag_sets"),
+                                spec.get("maxStalenessSeconds", -1))
 
 
 def addresses(servers: List[Any]) -> List[str]:
@@ -106,12 +103,15 @@ def addresses(servers: List[Any]) -> List[str]:
 def run_selection_case(case: Mapping[str, Any], description: TopologyDescription) -> None:
     """Shared by the server_selection and max-staleness files."""
     is_write = case.get("operation", "read") == "write"
-    read_preference = read_preference_from_spec(case.get("read_preference"))
     deprioritized = [parse_address(s["address"]) for s in case.get("deprioritized_servers", [])]
     if case.get("error"):
+        # The error may come from building the read preference (e.g. a max staleness below 90s)
+        # or from selection (e.g. one the heartbeat frequency makes impossible).
         with pytest.raises(ConfigurationError):
+            read_preference = read_preference_from_spec(case.get("read_preference"))
             select_servers(description, read_preference, is_write=is_write, deprioritized=deprioritized)
         return
+    read_preference = read_preference_from_spec(case.get("read_preference"))
     if "suitable_servers" in case:
         suitable = suitable_servers(description, read_preference, is_write=is_write,
                                     deprioritized=deprioritized)
