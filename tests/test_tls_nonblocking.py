@@ -82,3 +82,81 @@ def test_slow_tls_peer(ticker, pki) -> None:
     assert ended - started >= 0.4
     assert len(ticker.ticks_between(started, ended)) > 20
     assert ticker.largest_gap(started, ended) < 0.25  # blocking would leave one gap of >= 0.4 s
+
+
+def test_close_wakes_a_parked_reader_and_its_descriptor_is_never_read_again(pki) -> None:
+    """A greenlet parked in a TLS read must not outlive close(): if it did, it would wake on
+    whatever socket next reuses the descriptor number and OpenSSL would steal that socket's bytes
+    (seen as a 5-byte hole -- a TLS record header -- in a later, unrelated connection)."""
+    context = server_context(pki["server"], pki["ca"])
+    with ScriptedServer(tls_context=context) as tls_server:
+        settings = ConnectionSettings(tls=TlsSettings(ca_file=pki["ca_file"]), connect_timeout=5)
+        conn = open_connection(tls_server.address, settings)
+        stream = conn._stream
+        parked = gevent.spawn(stream.recv_into, bytearray(64), 64)  # the server never sends: parks
+        gevent.sleep(0.05)
+        assert not parked.dead
+        conn.close()
+        parked.join(timeout=2)
+        assert parked.dead, "close() left a greenlet parked on the closed descriptor"
+        assert isinstance(parked.exception, OSError)
+
+        # A new socket may get the same descriptor number: it must receive every byte.
+        gevent.sleep(0)
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        from gevent import socket as gsocket
+
+        client = gsocket.create_connection(listener.getsockname())
+        peer, _ = listener.accept()
+        try:
+            payload = bytes(range(256)) * 4
+            peer.sendall(payload)
+            received = b""
+            with gevent.Timeout(2):
+                while len(received) < len(payload):
+                    received += client.recv(4096)
+            assert received == payload  # (whether or not the kernel reused ``reused_fd`` for it)
+        finally:
+            client.close()
+            peer.close()
+            listener.close()
+
+
+def test_a_socket_closed_underneath_never_lets_openssl_read_a_reused_descriptor(pki) -> None:
+    """Someone closes the raw socket (not the TLS wrapper) while a greenlet is parked in a TLS read:
+    when that descriptor number is reused, the parked greenlet must fail, not read the new socket."""
+    context = server_context(pki["server"], pki["ca"])
+    with ScriptedServer(tls_context=context) as tls_server:
+        settings = ConnectionSettings(tls=TlsSettings(ca_file=pki["ca_file"]), connect_timeout=5)
+        conn = open_connection(tls_server.address, settings)
+        stream = conn._stream
+        fd = stream.fileno()
+        parked = gevent.spawn(stream.recv_into, bytearray(64), 64)
+        gevent.sleep(0.05)
+        stream._sock.close()  # behind the wrapper's back
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        from gevent import socket as gsocket
+
+        client = gsocket.create_connection(listener.getsockname())
+        peer, _ = listener.accept()
+        try:
+            payload = b"0123456789" * 10
+            peer.sendall(payload)
+            received = b""
+            with gevent.Timeout(2):
+                while len(received) < len(payload):
+                    received += client.recv(4096)
+            assert received == payload
+            if client.fileno() == fd:  # the number was reused: the parked reader woke and must fail
+                parked.join(timeout=2)
+                assert parked.dead and isinstance(parked.exception, OSError)
+        finally:
+            parked.kill()
+            client.close()
+            peer.close()
+            listener.close()
+            conn.close()

@@ -2,14 +2,21 @@
 
 The gevent socket's file descriptor is already non-blocking at the OS level,
 so OpenSSL answers "want read"/"want write" instead of blocking; each time it
-does we park this greenlet on gevent's ``wait_read``/``wait_write`` for that
-descriptor. Hostname verification is done here (RFC 6125 rules: SAN DNS names
+does we park this greenlet on an I/O watcher that this socket owns. Owning the
+watchers matters: ``close()`` cancels them (waking any parked greenlet with
+EBADF) before the descriptor is released, and no OpenSSL call is made after
+close. Waiting on the bare descriptor number instead would let a parked
+greenlet wake up on whatever new socket reuses that number, and OpenSSL would
+then read bytes off a stranger's connection.
+
+Hostname verification is done here (RFC 6125 rules: SAN DNS names
 with a left-most wildcard label, SAN IP addresses; no CN fallback), because
 pyOpenSSL has no public API for OpenSSL's own.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import ipaddress
 import os
@@ -18,8 +25,9 @@ import ssl as _ssl_paths
 import time
 from typing import Any, Optional
 
+import gevent
 from cryptography import x509
-from gevent.socket import wait_read, wait_write
+from gevent.socket import wait
 from OpenSSL import SSL
 
 from greenmongo.errors import AutoReconnect, ConfigurationError, NetworkTimeout
@@ -207,6 +215,9 @@ class TlsSocket:
         self._fileno = sock.fileno()
         self._timeout: Optional[float] = sock.gettimeout()
         self._closed = False
+        loop = gevent.get_hub().loop
+        self._read_watcher = loop.io(self._fileno, 1)
+        self._write_watcher = loop.io(self._fileno, 2)
 
     # Each wait uses the whole per-call timeout, like a socket timeout does.
     def _wait(self, want_write: bool, deadline: Optional[float]) -> None:
@@ -216,11 +227,16 @@ class TlsSocket:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
                 raise _socket.timeout("timed out")
-        waiter = wait_write if want_write else wait_read
-        waiter(self._fileno, timeout=timeout, timeout_exc=_socket.timeout("timed out"))
+        watcher = self._write_watcher if want_write else self._read_watcher
+        wait(watcher, timeout=timeout, timeout_exc=_socket.timeout("timed out"))
 
     def _retry(self, operation, *args, deadline: Optional[float] = None):
         while True:
+            # Never let OpenSSL touch a descriptor number that was given back: not after our
+            # close(), nor after someone closed the underlying socket behind our back (then our
+            # watcher may wake for whichever new socket reuses the number).
+            if self._closed or self._sock.fileno() != self._fileno:
+                raise OSError(errno.EBADF, "TLS socket is closed")
             try:
                 return operation(*args)
             except SSL.WantReadError:
@@ -273,13 +289,21 @@ class TlsSocket:
         return self._connection.get_peer_certificate(as_cryptography=True)
 
     def close(self) -> None:
+        """Wake any greenlet parked on this socket (with EBADF), then release the descriptor.
+
+        The descriptor is closed only after the parked greenlets have been thrown out of their
+        waits and the watchers closed (the hub does it in order), exactly as gevent's own
+        sockets do, so no watcher ever outlives its descriptor number.
+        """
         if self._closed:
             return
         self._closed = True
         try:
             self._connection.set_shutdown(SSL.SENT_SHUTDOWN | SSL.RECEIVED_SHUTDOWN)
         finally:
-            self._sock.close()
+            gevent.get_hub().cancel_waits_close_and_then(
+                [self._read_watcher, self._write_watcher],
+                OSError(errno.EBADF, "TLS socket closed in another greenlet"), self._sock.close)
 
     @property
     def closed(self) -> bool:
