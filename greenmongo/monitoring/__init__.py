@@ -1,9 +1,15 @@
-"""Event classes and listener base classes (connection pool, topology), PyMongo-shaped.
+"""Event classes and listener base classes (command, connection pool, topology), PyMongo-shaped.
 
 Each family lives in its own module; this package re-exports the public names so
 ``from greenmongo import monitoring; monitoring.ServerListener`` works as in PyMongo.
 """
 
+from greenmongo.monitoring.command import (
+    CommandFailedEvent,
+    CommandListener,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+)
 from greenmongo.monitoring.pool import (
     ConnectionCheckedInEvent,
     ConnectionCheckedOutEvent,
@@ -36,6 +42,7 @@ from greenmongo.monitoring.topology import (
 )
 
 __all__ = [
+    "CommandFailedEvent", "CommandListener", "CommandStartedEvent", "CommandSucceededEvent",
     "ConnectionCheckedInEvent", "ConnectionCheckedOutEvent", "ConnectionCheckOutFailedEvent",
     "ConnectionCheckOutFailedReason", "ConnectionCheckOutStartedEvent", "ConnectionClosedEvent",
     "ConnectionClosedReason", "ConnectionCreatedEvent", "ConnectionPoolListener", "ConnectionReadyEvent",

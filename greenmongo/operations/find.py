@@ -1,0 +1,297 @@
+"""The find command from every CRUD-spec FindOptions field, and explain.
+
+Limit and batch size follow the Find/getMore/killCursors spec: a negative
+limit (or batch size) asks for a single batch (``singleBatch``, positive
+``limit``), zero values are left out, and a batch size equal to the limit is
+sent as limit + 1 so the server closes the cursor itself instead of leaving a
+killCursors to the driver. ``maxTimeMS`` goes on find; a tailable awaitData
+cursor sends ``maxAwaitTimeMS`` as the getMore's ``maxTimeMS``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.errors import InvalidOperation
+from greenmongo.operations.arguments import (
+    collation_document,
+    hint_value,
+    projection_document,
+    sort_document,
+    validate_boolean,
+    validate_integer,
+    validate_is_document_type,
+    validate_is_mapping,
+    validate_optional_boolean,
+    validate_optional_non_negative_integer,
+)
+from greenmongo.operations.base import (
+    Command,
+    Operation,
+    WireInfo,
+    raw_data_field,
+    read_concern_field,
+)
+from greenmongo.operations.cursor_state import CursorState
+from greenmongo.options.read_concern import ReadConcern
+from greenmongo.options.read_preferences import ServerMode
+
+
+class CursorType:
+    """Values for ``find(cursor_type=...)`` (PyMongo's wire-protocol flag values)."""
+
+    NON_TAILABLE = 0
+    TAILABLE = 2
+    TAILABLE_AWAIT = TAILABLE | 32
+    EXHAUST = 64
+
+
+_CURSOR_TYPES = (CursorType.NON_TAILABLE, CursorType.TAILABLE, CursorType.TAILABLE_AWAIT, CursorType.EXHAUST)
+
+#: Legacy ``{"$query": ..., "$orderby": ...}`` filter modifiers -> find command fields.
+_MODIFIERS = {
+    "$query": "filter",
+    "$orderby": "sort",
+    "$hint": "hint",
+    "$comment": "comment",
+    "$maxScan": "maxScan",
+    "$maxTimeMS": "maxTimeMS",
+    "$max": "max",
+    "$min": "min",
+    "$returnKey": "returnKey",
+    "$showRecordId": "showRecordId",
+    "$showDiskLoc": "showRecordId",
+    "$snapshot": "snapshot",
+}
+
+
+class FindOperation(Operation[CursorState]):
+    """``find``: a retryable read returning a CursorState (first batch + getMore state)."""
+
+    name = "find"
+    retryable = True
+    supports_read_concern = True
+
+    def __init__(
+        self,
+        dbname: str,
+        collection: str,
+        filter: Optional[Mapping[str, Any]] = None,
+        projection: Any = None,
+        skip: int = 0,
+        limit: int = 0,
+        no_cursor_timeout: bool = False,
+        cursor_type: int = CursorType.NON_TAILABLE,
+        sort: Any = None,
+        allow_partial_results: bool = False,
+        oplog_replay: bool = False,
+        batch_size: int = 0,
+        collation: Any = None,
+        hint: Any = None,
+        max_scan: Optional[int] = None,
+        max_time_ms: Optional[int] = None,
+        max_await_time_ms: Optional[int] = None,
+        max: Any = None,
+        min: Any = None,
+        return_key: Optional[bool] = None,
+        show_record_id: Optional[bool] = None,
+        comment: Any = None,
+        allow_disk_use: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        *,
+        read_concern: Optional[ReadConcern] = None,
+        read_preference: Optional[ServerMode] = None,
+        codec_options: Optional[CodecOptions] = None,
+        raw_data: Optional[bool] = None,
+    ) -> None:
+        super().__init__(dbname, read_preference=read_preference, codec_options=codec_options)
+        spec = {} if filter is None else filter
+        validate_is_mapping("filter", spec)
+        validate_integer("skip", skip)
+        validate_integer("limit", limit)
+        validate_boolean("no_cursor_timeout", no_cursor_timeout)
+        if cursor_type not in _CURSOR_TYPES:
+            raise ValueError("not a valid value for cursor_type")
+        validate_boolean("allow_partial_results", allow_partial_results)
+        validate_boolean("oplog_replay", oplog_replay)
+        validate_integer("batch_size", batch_size)
+        if skip < 0:
+            raise ValueError("skip must be >= 0")
+        validate_optional_non_negative_integer("max_time_ms", max_time_ms)
+        validate_optional_non_negative_integer("max_await_time_ms", max_await_time_ms)
+        validate_optional_boolean("allow_disk_use", allow_disk_use)
+        if let is not None:
+            validate_is_document_type("let", let)
+        if cursor_type == CursorType.EXHAUST and limit:
+            raise InvalidOperation("Can't use limit and exhaust together.")
+        self.collection = collection
+        self.filter = spec
+        self.projection = projection_document(projection)
+        self.skip = skip
+        self.limit = limit
+        self.no_cursor_timeout = no_cursor_timeout
+        self.cursor_type = cursor_type
+        self.sort = sort_document(sort)
+        self.allow_partial_results = allow_partial_results
+        self.oplog_replay = oplog_replay
+        self.batch_size = batch_size
+        self.collation = collation_document(collation)
+        self.hint = hint_value(hint)
+        self.max_scan = max_scan
+        self.max_time_ms = max_time_ms
+        self.max_await_time_ms = max_await_time_ms
+        self.max = sort_document(max)
+        self.min = sort_document(min)
+        self.return_key = return_key
+        self.show_record_id = show_record_id
+        self.comment = comment
+        self.allow_disk_use = allow_disk_use
+        self.let = let
+        self.read_concern = read_concern
+        self.raw_data = raw_data
+
+    @property
+    def tailable(self) -> bool:
+        return bool(self.cursor_type & CursorType.TAILABLE)
+
+    @property
+    def await_data(self) -> bool:
+        return self.cursor_type & CursorType.TAILABLE_AWAIT == CursorType.TAILABLE_AWAIT
+
+    @property
+    def single_batch(self) -> bool:
+        return self.limit < 0 or self.batch_size < 0
+
+    def _limit_fields(self) -> dict[str, Any]:
+        """limit / batchSize / singleBatch after the spec's transformation."""
+        limit = abs(self.limit)
+        single = self.single_batch
+        if single:
+            batch_size = 0 if limit else abs(self.batch_size)
+        else:
+            batch_size = abs(self.batch_size)
+            if batch_size and batch_size == limit:
+                batch_size += 1
+        fields: dict[str, Any] = {}
+        if limit:
+            fields["limit"] = limit
+        if batch_size:
+            fields["batchSize"] = batch_size
+        if single:
+            fields["singleBatch"] = True
+        return fields
+
+    def _filter_fields(self) -> dict[str, Any]:
+        """The filter, unwrapping a legacy ``$query`` document into find fields."""
+        if "$query" not in self.filter:
+            return {"filter": self.filter}
+        fields: dict[str, Any] = {}
+        for key, value in self.filter.items():
+            if key in ("$explain", "$readPreference"):
+                continue
+            fields[_MODIFIERS.get(key, key)] = value
+        return fields
+
+    def build(self, wire: WireInfo) -> Command:
+        if (self.min is not None or self.max is not None) and self.hint is None:
+            raise InvalidOperation("Passing a 'hint' is required when using the min/max query option to "
+                                   "ensure the query utilizes the correct index")
+        body: dict[str, Any] = {"find": self.collection}
+        body.update(self._filter_fields())
+        if self.sort is not None:
+            body["sort"] = self.sort
+        if self.projection is not None:
+            body["projection"] = self.projection
+        if self.hint is not None:
+            body["hint"] = self.hint
+        if self.skip:
+            body["skip"] = self.skip
+        body.update(self._limit_fields())
+        if self.comment is not None:
+            body["comment"] = self.comment
+        if self.max_scan is not None:
+            body["maxScan"] = self.max_scan
+        if self.max_time_ms is not None:
+            body["maxTimeMS"] = self.max_time_ms
+        read_concern_field(body, self.read_concern)
+        if self.max is not None:
+            body["max"] = self.max
+        if self.min is not None:
+            body["min"] = self.min
+        if self.return_key is not None:
+            body["returnKey"] = self.return_key
+        if self.show_record_id is not None:
+            body["showRecordId"] = self.show_record_id
+        if self.tailable:
+            body["tailable"] = True
+        if self.oplog_replay:
+            body["oplogReplay"] = True
+        if self.no_cursor_timeout:
+            body["noCursorTimeout"] = True
+        if self.await_data:
+            body["awaitData"] = True
+        if self.allow_partial_results:
+            body["allowPartialResults"] = True
+        if self.collation is not None:
+            body["collation"] = self.collation
+        if self.allow_disk_use is not None:
+            body["allowDiskUse"] = self.allow_disk_use
+        if self.let is not None:
+            body["let"] = self.let
+        raw_data_field(body, self.raw_data, wire)
+        return Command(self.dbname, body)
+
+    def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> CursorState:
+        if reply is None:
+            raise ValueError("find is always acknowledged")
+        self.check_reply(reply, wire)
+        state = CursorState.from_reply(
+            reply, default_namespace=f"{self.dbname}.{self.collection}", address=wire.address,
+            limit=abs(self.limit), batch_size=abs(self.batch_size),
+            get_more_max_time_ms=self.max_await_time_ms if self.await_data else None,
+            comment=self.comment, tailable=self.tailable, await_data=self.await_data,
+            exhaust=self.cursor_type == CursorType.EXHAUST, codec_options=self.codec_options)
+        if self.single_batch and not state.exhausted:
+            state.single_batch_done()
+        return state
+
+
+class ExplainOperation(Operation[Mapping[str, Any]]):
+    """``explain`` wrapping another read's command; readConcern moves to the top level."""
+
+    name = "explain"
+    retryable = True
+    supports_read_concern = True
+
+    def __init__(self, inner: Operation, verbosity: Optional[str] = None, max_time_ms: Optional[int] = None,
+                 comment: Any = None) -> None:
+        super().__init__(inner.dbname, read_preference=inner.read_preference, codec_options=inner.codec_options)
+        validate_optional_non_negative_integer("max_time_ms", max_time_ms)
+        self.inner = inner
+        self.verbosity = verbosity
+        self.max_time_ms = max_time_ms
+        self.comment = comment
+
+    def build(self, wire: WireInfo) -> Command:
+        inner = dict(self.inner.build(wire).body)
+        read_concern = inner.pop("readConcern", None)
+        body: dict[str, Any] = {"explain": inner}
+        if self.verbosity is not None:
+            body["verbosity"] = self.verbosity
+        if read_concern is not None:
+            body["readConcern"] = read_concern
+        if self.max_time_ms is not None:
+            body["maxTimeMS"] = self.max_time_ms
+        if self.comment is not None:
+            body["comment"] = self.comment
+        return Command(self.dbname, body)
+
+    def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> Mapping[str, Any]:
+        if reply is None:
+            raise ValueError("explain is always acknowledged")
+        self.check_reply(reply, wire)
+        return reply
+
+
+__all__ = ["CursorType", "ExplainOperation", "FindOperation"]
