@@ -106,6 +106,7 @@ class Connection:
         self._closed = False
         self._busy = False
         self._exhaust_response_to: Optional[int] = None
+        self.last_request_id = 0
         self._read_buffer = bytearray(_READ_CHUNK)
         self._read_view = memoryview(self._read_buffer)
         self._read_pos = self._read_end = 0
@@ -150,6 +151,20 @@ class Connection:
         except Exception:
             pass
 
+    def detach_from_hub(self) -> None:
+        """Waits on this connection's socket no longer keep ``gevent.get_hub().join()`` waiting.
+
+        For background connections (monitors): an open client must not pin the hub.
+        """
+        stream = self._stream
+        if isinstance(stream, TlsSocket):
+            stream.unref_watchers()
+            return
+        for name in ("_read_event", "_write_event"):  # gevent's own socket watchers
+            watcher = getattr(stream, name, None)
+            if watcher is not None:
+                watcher.ref = False
+
     def __enter__(self) -> "Connection":
         return self
 
@@ -172,6 +187,7 @@ class Connection:
         exhaust_allowed: bool = False,
         timeout: Any = _UNSET,
         apply_server_api: bool = True,
+        request_id: Optional[int] = None,
     ) -> Optional[dict[str, Any]]:
         """Run ``spec`` on ``dbname`` and return the decoded reply.
 
@@ -180,6 +196,8 @@ class Connection:
         read and None is returned. ``check`` raises OperationFailure (or a
         subclass) for ``ok: 0``. The configured server API fields are added
         unless ``apply_server_api`` is false; ``spec`` itself is never mutated.
+        ``request_id`` (from ``wire.header.next_request_id``) lets a caller announce the
+        request before sending it.
         """
         if not spec:
             raise InvalidOperation("a command document cannot be empty")
@@ -189,7 +207,9 @@ class Connection:
         if apply_server_api and self.settings.server_api is not None:
             body.update(server_api_fields(self.settings.server_api))
         command_name = next(iter(spec))
-        request_id = next_request_id()
+        if request_id is None:  # command monitoring passes its own, to name it in the started event
+            request_id = next_request_id()
+        self.last_request_id = request_id
         if self.supports_op_msg:
             flags = 0
             if unacknowledged:

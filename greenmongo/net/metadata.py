@@ -82,7 +82,7 @@ def _int32(value: Optional[str]) -> Optional[int]:
     return number if -2**31 <= number < 2**31 else None
 
 
-def _faas_name(environ: Mapping[str, str]) -> Optional[str]:
+def faas_name(environ: Mapping[str, str]) -> Optional[str]:
     found = []
     if environ.get("AWS_EXECUTION_ENV", "").startswith("AWS_Lambda_") or environ.get("AWS_LAMBDA_RUNTIME_API"):
         found.append("aws.lambda")
@@ -112,7 +112,7 @@ def env_document(
 ) -> Optional[dict[str, Any]]:
     """FaaS and container details, or None when nothing was detected."""
     document: dict[str, Any] = {}
-    name = _faas_name(environ)
+    name = faas_name(environ)
     if name is not None:
         document["name"] = name
         for field, variable, kind in _FAAS_FIELDS[name]:

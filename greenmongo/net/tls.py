@@ -248,6 +248,11 @@ class TlsSocket:
         deadline = None if timeout is None else time.monotonic() + timeout
         self._retry(self._connection.do_handshake, deadline=deadline)
 
+    def unref_watchers(self) -> None:
+        """Waits on this socket stop counting as work that keeps the hub alive (monitoring sockets)."""
+        self._read_watcher.ref = False
+        self._write_watcher.ref = False
+
     def settimeout(self, timeout: Optional[float]) -> None:
         self._timeout = timeout
 

@@ -126,6 +126,19 @@ class Stream:
 
 
 @dataclass
+class Exhaust:
+    """Replies produced one at a time by ``replies``, an iterable of ``(document, more_to_come)``.
+
+    The iterable may block (a greenlet wait) between replies, so a test can
+    stream awaitable-hello answers as its simulated topology changes. The
+    stream ends after a reply without more_to_come or when the iterable ends;
+    an exception from it closes the connection.
+    """
+
+    replies: Iterable[tuple[Mapping[str, Any], bool]]
+
+
+@dataclass
 class Close:
     """Close the connection instead of answering (after ``delay`` seconds)."""
 
@@ -146,7 +159,7 @@ class Raw:
     hold: float = 0.0
 
 
-Action = Union[Reply, Stream, Close, NoReply, Raw, Mapping[str, Any]]
+Action = Union[Reply, Stream, Exhaust, Close, NoReply, Raw, Mapping[str, Any]]
 Handler = Callable[[Request], Action]
 
 
@@ -481,6 +494,16 @@ class ScriptedServer:
                 sock.sendall(message)
                 if action.interval and not last:
                     gevent.sleep(action.interval)
+            return True
+        if isinstance(action, Exhaust):
+            response_to = request.request_id
+            for document, more_to_come in action.replies:
+                flags = op_msg.FLAG_MORE_TO_COME if more_to_come else 0
+                message, response_to = self._encode_reply(request, document, flags=flags, response_to=response_to,
+                                                          negotiated=negotiated)
+                sock.sendall(message)
+                if not more_to_come:
+                    break
             return True
         if isinstance(action, Close):
             if action.delay:

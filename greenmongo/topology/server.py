@@ -1,0 +1,193 @@
+"""A Server: one address's pool, monitor and operation count, and where operations report errors.
+
+The operation executor gets a Server from ``Topology.select_server`` (its
+operation count already incremented), checks a connection out with
+:meth:`Server.checkout`, reports failures with :meth:`Server.handle_error`
+and finally calls :meth:`Server.end_operation`. The SDAM decisions
+themselves are pure (``greenmongo.sdam.errors``); the Topology applies them
+under its lock so pool clears stay ordered with description changes.
+"""
+
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+from greenmongo.errors import (
+    ConnectionFailure, OperationFailure, PoolClearedError, PoolClosedError, WaitQueueTimeoutError,
+)
+from greenmongo.sdam.address import Address, format_address
+from greenmongo.sdam.errors import ErrorDecision, add_backpressure_labels
+from greenmongo.sdam.server_description import ServerDescription
+
+NOTHING = ErrorDecision()
+
+#: Errors of the pool itself: never an SDAM event (CMAP: a paused pool's error must not mark Unknown).
+_POOL_ERRORS = (PoolClearedError, PoolClosedError, WaitQueueTimeoutError)
+
+
+class _AuthTracker:
+    """Wraps an Authenticator to remember whether authentication had begun when an error came."""
+
+    __slots__ = ("_inner", "started")
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.started = False
+
+    def handshake_fields(self) -> Mapping[str, Any]:
+        return self._inner.handshake_fields()
+
+    def authenticate(self, conn: Any, hello_reply: Mapping[str, Any]) -> None:
+        self.started = True
+        self._inner.authenticate(conn, hello_reply)
+
+
+def pooled_connection_factory(address: Address, open_connection: Callable[..., Any],
+                              make_authenticator: Optional[Callable[[], Any]]) -> Callable[[int], Any]:
+    """The pool's factory: connect + handshake (+ auth), labelling establishment network errors.
+
+    A network error or timeout before authentication starts gets the
+    SystemOverloadedError/RetryableError labels (client backpressure): SDAM
+    then leaves the server and its pool alone. Errors during authentication
+    are left unlabelled and mark the server Unknown.
+    """
+    def factory(connection_id: int) -> Any:
+        tracker = _AuthTracker(make_authenticator()) if make_authenticator is not None else None
+        try:
+            return open_connection(address, authenticator=tracker, conn_id=connection_id)
+        except ConnectionFailure as exc:
+            if tracker is None or not tracker.started:
+                add_backpressure_labels(exc)
+            raise
+
+    return factory
+
+
+class Server:
+    """One server of a Topology: its pool, its monitor (none in load-balanced mode) and operation count."""
+
+    def __init__(self, address: Address, topology: Any, pool: Any, monitor: Any = None) -> None:
+        self.address = address
+        self._topology_ref = weakref.ref(topology)
+        self.pool = pool
+        self.monitor = monitor
+        self._operation_count = 0
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<Server {format_address(self.address)} operations={self._operation_count}>"
+
+    # -- state ------------------------------------------------------------------------
+
+    @property
+    def description(self) -> ServerDescription:
+        """The topology's current description of this server (Unknown once it left the topology)."""
+        topology = self._topology_ref()
+        found = topology.description.get(self.address) if topology is not None else None
+        return found if found is not None else ServerDescription(self.address)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def operation_count(self) -> int:
+        """Operations selected for this server and not yet ended (Server Selection's operationCount)."""
+        return self._operation_count
+
+    def begin_operation(self) -> None:
+        self._operation_count += 1
+
+    def end_operation(self) -> None:
+        """Call exactly once per successful ``select_server``, however the operation ended."""
+        if self._operation_count > 0:
+            self._operation_count -= 1
+
+    # -- connections --------------------------------------------------------------------
+
+    @contextmanager
+    def checkout(self, deadline: Optional[float] = None) -> Iterator[Any]:
+        """``with server.checkout() as conn:`` - establishment errors are reported to SDAM first.
+
+        Pool errors (cleared, closed, wait-queue timeout) are raised as they are.
+        An error the block raises while using the connection is *not* handled
+        here: call :meth:`handle_error` with the connection inside the block,
+        before it is checked in, so the error is judged by its generation.
+        """
+        generation = self.pool.generation
+        try:
+            conn = self.pool.check_out(deadline)
+        except _POOL_ERRORS:
+            raise
+        except (ConnectionFailure, OperationFailure) as exc:
+            self.handle_error(exc, None, completed_handshake=False, generation=generation,
+                              is_auth_error=isinstance(exc, OperationFailure))
+            raise
+        try:
+            yield conn
+        finally:
+            self.pool.check_in(conn)
+
+    def handle_error(
+        self,
+        error: BaseException,
+        conn: Any = None,
+        *,
+        completed_handshake: bool = True,
+        reply: Optional[Mapping[str, Any]] = None,
+        generation: Optional[int] = None,
+        is_auth_error: bool = False,
+    ) -> ErrorDecision:
+        """Apply SDAM's handling of an application error (mark Unknown, clear the pool, check now...).
+
+        ``conn`` is the checked-out connection the error happened on (its
+        generation, wire version and serviceId matter); None for an error
+        while establishing one, with ``generation`` the pool's generation
+        from before the attempt.
+        """
+        if isinstance(error, _POOL_ERRORS):
+            return NOTHING
+        topology = self._topology_ref()
+        if topology is None:
+            return NOTHING
+        max_wire_version = service_id = None
+        if conn is not None:
+            max_wire_version = getattr(conn, "max_wire_version", None)
+            service_id = getattr(conn, "service_id", None)
+            if generation is None:
+                try:
+                    generation = self.pool.describe(conn).generation
+                except Exception:
+                    generation = None
+        if generation is None:
+            generation = self.pool.generation
+        return topology.handle_application_error(
+            self.address, error, generation=generation, completed_handshake=completed_handshake,
+            max_wire_version=max_wire_version, service_id=service_id, reply=reply, is_auth_error=is_auth_error)
+
+    # -- monitoring -----------------------------------------------------------------------
+
+    def request_check(self) -> None:
+        if self.monitor is not None:
+            self.monitor.request_check()
+
+    def cancel_check(self) -> None:
+        if self.monitor is not None:
+            self.monitor.cancel_check()
+
+    def greenlets(self) -> tuple:
+        return self.monitor.greenlets if self.monitor is not None else ()
+
+    def stop_monitoring(self) -> None:
+        if self.monitor is not None:
+            self.monitor.stop()
+
+    def close(self) -> None:
+        """Stop the monitor (non-blocking) and close the pool; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.stop_monitoring()
+        self.pool.close()

@@ -1,0 +1,96 @@
+"""The waiting primitives monitors use: unreferenced timers and hub-delivered interruptions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import gevent
+import pytest
+from gevent.event import Event
+
+from greenmongo.errors import NetworkTimeout
+from greenmongo.topology._hub import Interruptible, call_with_deadline, wait_for
+
+
+_HUB_SCRIPT = r"""
+import os, time
+if os.environ.get("GREENMONGO_TEST_PATCHED", "").lower() in ("1", "true", "yes"):
+    from gevent import monkey
+    monkey.patch_all()
+import gevent
+from gevent.event import Event
+from greenmongo.topology._hub import wait_for
+
+event = Event()
+waiter = gevent.spawn(wait_for, event, 30.0)
+gevent.sleep(0)
+started = time.monotonic()
+joined = gevent.get_hub().join(timeout=2.0)
+elapsed = time.monotonic() - started
+control = gevent.spawn(Event().wait, 30.0)  # an ordinary timed wait does keep the hub alive
+gevent.sleep(0)
+control_joined = gevent.get_hub().join(timeout=0.3)
+control.kill()
+print(joined, round(elapsed, 3), waiter.dead, control_joined)
+"""
+
+
+def test_wait_for_times_out_without_keeping_the_hub_alive():
+    # In a clean process: test servers and subprocess watchers of other tests keep this one's hub alive.
+    result = subprocess.run([sys.executable, "-c", _HUB_SCRIPT], capture_output=True, text=True, timeout=30,
+                            env=dict(os.environ))
+    assert result.returncode == 0, result.stderr[-2000:]
+    joined, elapsed, waiter_dead, control_joined = result.stdout.split()
+    assert joined == "True" and float(elapsed) < 0.5
+    assert waiter_dead == "False"  # still waiting, just not counted
+    assert control_joined == "False"
+
+
+def test_unreferenced_wait_still_times_out_and_wakes():
+    event = Event()
+    waiter = gevent.spawn(wait_for, event, 30.0)
+    gevent.sleep(0)
+    event.set()
+    assert waiter.get(timeout=1) is True
+    # (From a spawned greenlet: in the main greenlet, an unreferenced wait alone is a LoopExit -
+    # which is exactly why only background greenlets use these waits.)
+    assert gevent.spawn(wait_for, Event(), 0.05).get(timeout=1) is False
+    assert wait_for(Event(), 0) is False
+
+
+def test_call_with_deadline_turns_expiry_into_network_timeout():
+    with pytest.raises(NetworkTimeout, match="slow thing: timed out after 50.0ms"):
+        call_with_deadline(0.05, "slow thing", gevent.sleep, 5)
+    assert call_with_deadline(None, "x", lambda: 42) == 42
+    # An outer timeout is not mistaken for ours.
+    with pytest.raises(gevent.Timeout):
+        with gevent.Timeout(0.05):
+            call_with_deadline(5.0, "x", gevent.sleep, 1)
+
+
+def test_interruptible_delivers_only_while_active():
+    guard = Interruptible()
+    caught = []
+
+    def work():
+        try:
+            guard.active = True
+            try:
+                gevent.sleep(5)
+            finally:
+                guard.active = False
+        except KeyError as exc:
+            caught.append(exc)
+        gevent.sleep(5)  # no longer interruptible
+
+    guard.greenlet = gevent.spawn(work)
+    gevent.sleep(0.01)
+    assert guard.interrupt(lambda: KeyError("stop"))
+    gevent.sleep(0.01)
+    assert caught and not guard.greenlet.dead
+    assert not guard.interrupt(lambda: KeyError("again"))  # not active: nothing thrown
+    gevent.sleep(0.01)
+    assert len(caught) == 1 and not guard.greenlet.dead
+    guard.greenlet.kill()
