@@ -13,8 +13,13 @@ from typing import Any, Mapping, Optional, Sequence, Union
 from greenmongo.bson.raw import RawBSONDocument
 from greenmongo.errors import ConfigurationError
 
+# Index key directions and types (PyMongo's names).
 ASCENDING = 1
 DESCENDING = -1
+GEO2D = "2d"
+GEOSPHERE = "2dsphere"
+HASHED = "hashed"
+TEXT = "text"
 
 KeySpec = Union[str, Sequence[Any], Mapping[str, Any]]
 

@@ -1,0 +1,307 @@
+"""CommandCursor and RawBatchCommandCursor: iterate the cursor of a command that already ran.
+
+aggregate, listIndexes, listCollections, listDatabases and ``Database.cursor_command`` hand
+back a ``CursorState`` (greenmongo/operations/cursor_state.py) holding the first batch; the
+cursor here serves that batch, then asks for more with getMore only when the buffer is empty,
+always on the server that created the cursor.
+
+Closing kills the server-side cursor there and then. Garbage collection never does I/O (a
+``__del__`` may run inside any greenlet, even inside the hub): it hands the cursor id to the
+client, which sends the killCursors with its next operation. A getMore interrupted by
+``gevent.Timeout`` or ``GreenletExit`` is handled the same way, because the interrupted
+greenlet must not block again, and so is one that failed on the network (killing at once
+could wait out server selection). A getMore the server refused is followed by a killCursors
+unless the server has already dropped the cursor.
+
+``_CursorBase`` is shared with ``greenmongo.cursor.Cursor``, which adds the find command.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Generic, Iterator, Optional, TypeVar
+
+from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from greenmongo.bson.raw import RawBSONDocument
+from greenmongo.errors import ConnectionFailure, InvalidOperation
+from greenmongo.operations.arguments import validate_integer
+from greenmongo.operations.cursor_state import CursorState, KillCursorsOperation
+
+DocumentT = TypeVar("DocumentT")
+
+#: Codec options that keep documents as BSON bytes (raw batch cursors).
+RAW_BATCH_CODEC_OPTIONS = DEFAULT_CODEC_OPTIONS.with_options(document_class=RawBSONDocument)
+
+
+def client_of(owner: Any) -> Any:
+    """The MongoClient behind a Collection, Database or MongoClient."""
+    # Database and Collection keep their client in ``_client``; MongoClient raises AttributeError
+    # for underscore names, so the client itself falls through to the default.
+    return getattr(owner, "_client", owner)
+
+
+def raw_codec_options(codec_options: Optional[CodecOptions]) -> CodecOptions:
+    """The user's codec options with RawBSONDocument documents (for the raw batch cursors)."""
+    if codec_options is None:
+        return RAW_BATCH_CODEC_OPTIONS
+    return codec_options.with_options(document_class=RawBSONDocument)
+
+
+def join_raw_batch(documents: list) -> bytes:
+    """One batch of RawBSONDocuments as the concatenated BSON PyMongo's raw batch cursors yield."""
+    return b"".join(document.raw for document in documents)
+
+
+class _CursorBase(Generic[DocumentT]):
+    """Buffering, getMore, kill and the iteration protocol shared by every cursor class."""
+
+    #: Whether one empty getMore ends ``next()`` (tailable find cursors) instead of fetching again.
+    _stop_on_empty_batch = False
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._state: Optional[CursorState] = None
+        self._buffer: deque = deque()
+        self._closed = False
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """Whether the cursor could still return documents (``next()`` may still raise StopIteration)."""
+        if self._buffer:
+            return True
+        if self._closed:
+            return False
+        state = self._state
+        return state is None or state.alive
+
+    @property
+    def cursor_id(self) -> Optional[int]:
+        """The server's cursor id (0 once the server has closed it), None before the first batch."""
+        return None if self._state is None else self._state.cursor_id
+
+    @property
+    def address(self) -> Optional[tuple]:
+        """The (host, port) of the server that holds the cursor; None before the first batch."""
+        return None if self._state is None else self._state.address
+
+    @property
+    def retrieved(self) -> int:
+        """How many documents the server has returned so far."""
+        return 0 if self._state is None else self._state.retrieved
+
+    @property
+    def session(self) -> None:
+        """Explicit sessions are not supported yet: always None."""
+        return None
+
+    # -- fetching ---------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        """Send the command that opens the cursor (find cursors only: command cursors start open)."""
+        raise InvalidOperation("this cursor has no command to start")
+
+    def _can_fetch(self) -> bool:
+        if self._closed:
+            return False
+        state = self._state
+        return state is None or state.needs_get_more
+
+    def _accept(self, documents: list) -> None:
+        self._buffer.extend(documents)
+
+    def _fetch(self) -> None:
+        """One round trip: the opening command or one getMore."""
+        if self._state is None:
+            self._start()
+        else:
+            self._get_more()
+        self._kill_if_finished()
+
+    def _get_more(self) -> None:
+        state = self._state
+        assert state is not None
+        client = self._client
+        client._check_usable()
+        operation = state.get_more_operation()
+        try:
+            batch = client._executor.execute(operation, address=state.address)
+        except ConnectionFailure:
+            # The server may be unreachable: waiting here to kill would block for server selection.
+            self._kill_later()
+            raise
+        except Exception as exc:
+            kill = state.handle_error(exc)
+            if kill is not None:
+                self._send_kill(kill, state.address)
+            raise
+        except BaseException:
+            # Interrupted (Timeout, GreenletExit): do not block again; the client kills it later.
+            self._kill_later()
+            raise
+        self._accept(batch)
+
+    def _kill_if_finished(self) -> None:
+        """The limit was reached (or one batch was asked for) while the server still holds the cursor."""
+        state = self._state
+        if state is not None and not state.alive and state.needs_kill:
+            kill = state.close()
+            if kill is not None:
+                self._send_kill(kill, state.address)
+
+    def _send_kill(self, kill: KillCursorsOperation, address: Any) -> None:
+        """killCursors now, in the calling greenlet; its errors are not the caller's concern."""
+        try:
+            self._client._executor.execute(kill, address=address)
+        except Exception:
+            pass  # the server reaps an abandoned cursor on its own
+        except BaseException:
+            self._queue_kill(address, kill)
+            raise
+
+    def _queue_kill(self, address: Any, kill: KillCursorsOperation) -> None:
+        later = getattr(self._client, "_kill_cursor_later", None)
+        if later is None:
+            return
+        for cursor_id in kill.cursor_ids:
+            later(address, f"{kill.dbname}.{kill.collection}", cursor_id)
+
+    def _kill_later(self) -> None:
+        """Hand the server cursor to the client to kill with its next operation (no I/O here)."""
+        state = self._state
+        if state is None:
+            return
+        kill = state.close()
+        if kill is not None:
+            self._queue_kill(state.address, kill)
+
+    # -- iteration ----------------------------------------------------------------------------
+
+    def next(self) -> DocumentT:
+        """The next document, fetching a batch only when the buffer is empty."""
+        buffer = self._buffer
+        while True:
+            if buffer:
+                return buffer.popleft()
+            if not self._can_fetch():
+                raise StopIteration
+            self._fetch()
+            if not buffer and self._stop_on_empty_batch:
+                raise StopIteration
+
+    __next__ = next
+
+    def __iter__(self) -> Iterator[DocumentT]:
+        return self
+
+    def try_next(self) -> Optional[DocumentT]:
+        """The next document or None, with at most one round trip (for tailable cursors)."""
+        if not self._buffer and self._can_fetch():
+            self._fetch()
+        if self._buffer:
+            return self._buffer.popleft()
+        return None
+
+    def to_list(self, length: Optional[int] = None) -> list:
+        """The remaining documents (at most ``length``); stops early at an empty batch."""
+        if length is not None:
+            validate_integer("length", length)
+            if length < 1:
+                raise ValueError("to_list() length must be greater than 0")
+        result: list = []
+        buffer = self._buffer
+        while length is None or len(result) < length:
+            if buffer:
+                if length is None:
+                    result.extend(buffer)
+                    buffer.clear()
+                else:
+                    while buffer and len(result) < length:
+                        result.append(buffer.popleft())
+                continue
+            if not self._can_fetch():
+                break
+            self._fetch()
+            if not buffer:
+                break
+        return result
+
+    # -- closing --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Kill the server-side cursor (if the server still holds it) and drop buffered documents."""
+        self._closed = True
+        self._buffer.clear()
+        state = self._state
+        if state is not None and state.needs_kill:
+            kill = state.close()
+            if kill is not None:
+                self._send_kill(kill, state.address)
+
+    def __enter__(self) -> "_CursorBase[DocumentT]":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            state = self.__dict__.get("_state")
+            if state is not None and state.needs_kill:
+                self._kill_later()
+        except Exception:
+            pass
+
+
+class CommandCursor(_CursorBase[DocumentT]):
+    """The cursor of an aggregate, list or ``cursor_command`` (PyMongo's CommandCursor).
+
+    ``CommandCursor(owner, state)``: ``owner`` is the Collection, Database or MongoClient the
+    command ran on, ``state`` the command's CursorState.
+    """
+
+    def __init__(self, owner: Any, state: CursorState, *, codec_options: Optional[CodecOptions] = None,
+                 session: Any = None) -> None:
+        super().__init__(client_of(owner))
+        if session is not None:
+            self._client._check_usable(session)
+        self._owner = owner
+        self._state = state
+        self._accept(state.first_batch)
+        state.first_batch = []  # served from the buffer now
+        self._kill_if_finished()
+
+    def _can_fetch(self) -> bool:
+        return not self._closed and self._state is not None and self._state.needs_get_more
+
+    def batch_size(self, batch_size: int) -> "CommandCursor[DocumentT]":
+        """The number of documents each later getMore asks for (0: the server's default)."""
+        validate_integer("batch_size", batch_size)
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        if self._state is not None:
+            self._state.batch_size = batch_size
+        return self
+
+    def __repr__(self) -> str:
+        state = self._state
+        namespace = state.namespace if state is not None else "?"
+        return f"<{type(self).__name__} {namespace} id={self.cursor_id} alive={self.alive}>"
+
+
+class RawBatchCommandCursor(CommandCursor[bytes]):
+    """A CommandCursor yielding each batch as concatenated BSON bytes (``aggregate_raw_batches``).
+
+    The command must have been decoded with RawBSONDocument documents (``raw_codec_options``).
+    """
+
+    def _accept(self, documents: list) -> None:
+        if documents:
+            self._buffer.append(join_raw_batch(documents))
+
+    def __getitem__(self, index: Any) -> Any:
+        raise InvalidOperation("Cannot call __getitem__ on RawBatchCommandCursor")
+
+
+__all__ = ["CommandCursor", "RawBatchCommandCursor", "RAW_BATCH_CODEC_OPTIONS", "client_of", "raw_codec_options"]

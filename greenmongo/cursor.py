@@ -1,0 +1,416 @@
+"""Cursor (``Collection.find``) and RawBatchCursor (``find_raw_batches``), with PyMongo's builders.
+
+A Cursor is lazy: ``find()`` only records the options, the find command goes out at the first
+``next()`` and each getMore only when the buffered batch runs out. Builder methods
+(``sort``, ``limit``, ...) may be chained until then; after it they raise InvalidOperation, as
+in PyMongo. ``rewind()`` forgets the server cursor so the query runs again; ``clone()`` copies
+the options into an unstarted cursor.
+
+Killing and batching are shared with CommandCursor (greenmongo/command_cursor.py).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+
+from greenmongo.bson.code import Code
+from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.command_cursor import (
+    CommandCursor,
+    RawBatchCommandCursor,
+    _CursorBase,
+    client_of,
+    join_raw_batch,
+    raw_codec_options,
+)
+from greenmongo.errors import InvalidOperation
+from greenmongo.operations.arguments import (
+    collation_document,
+    hint_value,
+    index_document,
+    index_list,
+    validate_boolean,
+    validate_integer,
+    validate_is_mapping,
+)
+from greenmongo.operations.count import DistinctOperation
+from greenmongo.operations.find import CursorType, ExplainOperation, FindOperation
+
+if TYPE_CHECKING:
+    from greenmongo.collection import Collection
+
+# Wire-protocol query flags (PyMongo's add_option/remove_option masks).
+_TAILABLE = 2
+_OPLOG_REPLAY = 8
+_NO_CURSOR_TIMEOUT = 16
+_AWAIT_DATA = 32
+_EXHAUST = 64
+_PARTIAL = 128
+_CURSOR_TYPE_BITS = _TAILABLE | _AWAIT_DATA | _EXHAUST
+
+#: The find options a clone copies (attribute names without the leading underscore).
+_OPTION_NAMES = ("filter", "projection", "skip", "limit", "no_cursor_timeout", "cursor_type", "sort",
+                 "allow_partial_results", "oplog_replay", "batch_size", "collation", "hint", "max_scan",
+                 "max_time_ms", "max_await_time_ms", "max", "min", "return_key", "show_record_id", "comment",
+                 "allow_disk_use", "let")
+
+
+class Cursor(_CursorBase[Any]):
+    """The result of ``Collection.find``: iterate it, or chain builders first."""
+
+    def __init__(
+        self,
+        collection: "Collection",
+        filter: Optional[Mapping[str, Any]] = None,
+        projection: Any = None,
+        skip: int = 0,
+        limit: int = 0,
+        no_cursor_timeout: bool = False,
+        cursor_type: int = CursorType.NON_TAILABLE,
+        sort: Any = None,
+        allow_partial_results: bool = False,
+        oplog_replay: bool = False,
+        batch_size: int = 0,
+        collation: Any = None,
+        hint: Any = None,
+        max_scan: Optional[int] = None,
+        max_time_ms: Optional[int] = None,
+        max: Any = None,
+        min: Any = None,
+        return_key: Optional[bool] = None,
+        show_record_id: Optional[bool] = None,
+        snapshot: Optional[bool] = None,
+        comment: Any = None,
+        session: Any = None,
+        allow_disk_use: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        client = client_of(collection)
+        super().__init__(client)
+        if session is not None:
+            client._check_usable(session)  # raises: explicit sessions are not supported yet
+        if snapshot:
+            raise InvalidOperation("the snapshot query option was removed in MongoDB 4.0")
+        if isinstance(batch_size, int) and batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._collection = collection
+        self._filter = {} if filter is None else filter
+        self._projection = projection
+        self._skip = skip
+        self._limit = limit
+        self._no_cursor_timeout = no_cursor_timeout
+        self._cursor_type = cursor_type
+        self._sort = sort
+        self._allow_partial_results = allow_partial_results
+        self._oplog_replay = oplog_replay
+        self._batch_size = batch_size
+        self._collation = collation
+        self._hint = hint
+        self._max_scan = max_scan
+        self._max_time_ms = max_time_ms
+        self._max_await_time_ms: Optional[int] = None
+        self._max = max
+        self._min = min
+        self._return_key = return_key
+        self._show_record_id = show_record_id
+        self._comment = comment
+        self._allow_disk_use = allow_disk_use
+        self._let = let
+        self._empty = False
+        # Validates every option now (PyMongo raises at find() time); reused unless a builder runs.
+        self._prepared: Optional[FindOperation] = self._operation()
+
+    # -- the find command ----------------------------------------------------------------------
+
+    def _codec_options(self) -> CodecOptions:
+        return self._collection.codec_options
+
+    def _operation(self, codec_options: Optional[CodecOptions] = None, limit: Optional[int] = None) -> FindOperation:
+        collection = self._collection
+        return FindOperation(
+            collection.database.name, collection.name, self._filter, self._projection, self._skip,
+            self._limit if limit is None else limit, self._no_cursor_timeout, self._cursor_type, self._sort,
+            self._allow_partial_results, self._oplog_replay, self._batch_size, self._collation, self._hint,
+            self._max_scan, self._max_time_ms, self._max_await_time_ms, self._max, self._min, self._return_key,
+            self._show_record_id, self._comment, self._allow_disk_use, self._let,
+            read_concern=collection.read_concern, read_preference=collection.read_preference,
+            codec_options=codec_options or self._codec_options())
+
+    def _start(self) -> None:
+        client = self._client
+        client._check_usable()
+        operation = self._prepared or self._operation()
+        self._prepared = None
+        self._state = client._executor.execute(operation)
+        self._accept(self._state.first_batch)
+        self._state.first_batch = []
+
+    def _can_fetch(self) -> bool:
+        if self._closed or self._empty:
+            return False
+        state = self._state
+        return state is None or state.needs_get_more
+
+    @property
+    def _stop_on_empty_batch(self) -> bool:  # type: ignore[override]
+        return bool(self._cursor_type & _TAILABLE)
+
+    @property
+    def alive(self) -> bool:
+        if self._empty and not self._buffer:
+            return False
+        return super().alive
+
+    # -- builders ---------------------------------------------------------------------------------
+
+    def _check_okay_to_chain(self) -> None:
+        if self._state is not None or self._closed:
+            raise InvalidOperation("cannot set options after executing query")
+        self._prepared = None
+
+    def limit(self, limit: int) -> "Cursor":
+        """At most ``limit`` documents (0: no limit; negative: one batch of at most ``-limit``)."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError("limit must be an integer")
+        if self._cursor_type & _EXHAUST:
+            raise InvalidOperation("Can't use limit and exhaust together.")
+        self._check_okay_to_chain()
+        self._empty = False
+        self._limit = limit
+        return self
+
+    def batch_size(self, batch_size: int) -> "Cursor":
+        """Documents per batch (0: the server's default)."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise TypeError("batch_size must be an integer")
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._check_okay_to_chain()
+        self._batch_size = batch_size
+        return self
+
+    def skip(self, skip: int) -> "Cursor":
+        if isinstance(skip, bool) or not isinstance(skip, int):
+            raise TypeError("skip must be an integer")
+        if skip < 0:
+            raise ValueError("skip must be >= 0")
+        self._check_okay_to_chain()
+        self._skip = skip
+        return self
+
+    def max_time_ms(self, max_time_ms: Optional[int]) -> "Cursor":
+        """The server-side time limit of the find command (and of nothing else)."""
+        if max_time_ms is not None and (isinstance(max_time_ms, bool) or not isinstance(max_time_ms, int)):
+            raise TypeError("max_time_ms must be an integer or None")
+        self._check_okay_to_chain()
+        self._max_time_ms = max_time_ms
+        return self
+
+    def max_await_time_ms(self, max_await_time_ms: Optional[int]) -> "Cursor":
+        """How long a TAILABLE_AWAIT getMore waits for new documents; ignored for other cursor types."""
+        if max_await_time_ms is not None and (isinstance(max_await_time_ms, bool)
+                                              or not isinstance(max_await_time_ms, int)):
+            raise TypeError("max_await_time_ms must be an integer or None")
+        self._check_okay_to_chain()
+        if self._cursor_type & _AWAIT_DATA:
+            self._max_await_time_ms = max_await_time_ms
+        return self
+
+    def max_scan(self, max_scan: Optional[int]) -> "Cursor":
+        """Deprecated by the server (removed in 4.2); kept for PyMongo compatibility."""
+        self._check_okay_to_chain()
+        self._max_scan = max_scan
+        return self
+
+    def sort(self, key_or_list: Any, direction: Any = None) -> "Cursor":
+        """``sort("a")``, ``sort("a", -1)``, ``sort([("a", 1), ("b", -1)])`` or ``sort({"a": 1})``."""
+        self._check_okay_to_chain()
+        self._sort = index_document(index_list(key_or_list, direction))
+        return self
+
+    def hint(self, index: Any) -> "Cursor":
+        """An index name or key spec for the server to use; None clears it."""
+        self._check_okay_to_chain()
+        self._hint = hint_value(index)
+        return self
+
+    def min(self, spec: Any) -> "Cursor":
+        """Inclusive lower index bound, a list of (key, value) pairs (needs ``hint``)."""
+        if not isinstance(spec, (list, tuple)):
+            raise TypeError("spec must be an instance of list or tuple")
+        self._check_okay_to_chain()
+        self._min = dict(spec)
+        return self
+
+    def max(self, spec: Any) -> "Cursor":
+        """Exclusive upper index bound, a list of (key, value) pairs (needs ``hint``)."""
+        if not isinstance(spec, (list, tuple)):
+            raise TypeError("spec must be an instance of list or tuple")
+        self._check_okay_to_chain()
+        self._max = dict(spec)
+        return self
+
+    def collation(self, collation: Any) -> "Cursor":
+        self._check_okay_to_chain()
+        self._collation = collation_document(collation)
+        return self
+
+    def comment(self, comment: Any) -> "Cursor":
+        self._check_okay_to_chain()
+        self._comment = comment
+        return self
+
+    def allow_disk_use(self, allow_disk_use: bool) -> "Cursor":
+        validate_boolean("allow_disk_use", allow_disk_use)
+        self._check_okay_to_chain()
+        self._allow_disk_use = allow_disk_use
+        return self
+
+    def where(self, code: Union[str, Code]) -> "Cursor":
+        """Add a ``$where`` JavaScript clause to the filter."""
+        self._check_okay_to_chain()
+        if not isinstance(code, Code):
+            code = Code(code)
+        spec = dict(self._filter)
+        spec["$where"] = code
+        self._filter = spec
+        return self
+
+    def _flags(self) -> int:
+        flags = self._cursor_type
+        if self._oplog_replay:
+            flags |= _OPLOG_REPLAY
+        if self._no_cursor_timeout:
+            flags |= _NO_CURSOR_TIMEOUT
+        if self._allow_partial_results:
+            flags |= _PARTIAL
+        return flags
+
+    def _set_flags(self, flags: int) -> None:
+        cursor_type = flags & _CURSOR_TYPE_BITS
+        if cursor_type & _EXHAUST and self._limit:
+            raise InvalidOperation("Can't use limit and exhaust together.")
+        self._check_okay_to_chain()
+        self._cursor_type = cursor_type
+        self._oplog_replay = bool(flags & _OPLOG_REPLAY)
+        self._no_cursor_timeout = bool(flags & _NO_CURSOR_TIMEOUT)
+        self._allow_partial_results = bool(flags & _PARTIAL)
+
+    def add_option(self, mask: int) -> "Cursor":
+        """Set wire-protocol query flags (PyMongo's masks: 2 tailable, 32 await data, ...)."""
+        validate_integer("mask", mask)
+        self._set_flags(self._flags() | mask)
+        return self
+
+    def remove_option(self, mask: int) -> "Cursor":
+        validate_integer("mask", mask)
+        self._set_flags(self._flags() & ~mask)
+        return self
+
+    # -- indexing, copies, helpers --------------------------------------------------------------
+
+    def __getitem__(self, index: Union[int, slice]) -> Any:
+        """``cursor[n]``: the n-th document (its own query); ``cursor[a:b]``: skip/limit on this cursor."""
+        if isinstance(index, slice):
+            if index.step is not None:
+                raise IndexError("Cursor instances do not support slice steps")
+            start = index.start or 0
+            if start < 0:
+                raise IndexError("Cursor instances do not support negative indices")
+            self._check_okay_to_chain()
+            limit = 0
+            if index.stop is not None:
+                limit = index.stop - start
+                if limit < 0:
+                    raise IndexError(f"stop index must be greater than start index for slice {index!r}")
+            self._skip = start
+            self._limit = limit
+            self._empty = index.stop is not None and limit == 0
+            return self
+        if isinstance(index, int) and not isinstance(index, bool):
+            if index < 0:
+                raise IndexError("Cursor instances do not support negative indices")
+            clone = self.clone()
+            clone.skip(index + self._skip)
+            clone.limit(-1)
+            for document in clone:
+                return document
+            raise IndexError("no such item for Cursor instance")
+        raise TypeError(f"index {index!r} cannot be applied to Cursor instances")
+
+    def clone(self) -> "Cursor":
+        """An unstarted cursor with the same options."""
+        clone = type(self).__new__(type(self))
+        _CursorBase.__init__(clone, self._client)
+        clone._collection = self._collection
+        for name in _OPTION_NAMES:
+            value = getattr(self, "_" + name)
+            setattr(clone, "_" + name, copy.copy(value) if isinstance(value, (dict, list)) else value)
+        clone._empty = self._empty
+        clone._prepared = None
+        return clone
+
+    __copy__ = clone
+
+    def __deepcopy__(self, memo: Any) -> "Cursor":
+        clone = self.clone()
+        for name in ("filter", "projection", "sort", "hint", "max", "min", "collation", "let"):
+            setattr(clone, "_" + name, copy.deepcopy(getattr(self, "_" + name), memo))
+        return clone
+
+    def rewind(self) -> "Cursor":
+        """Forget the server cursor (killing it) so that the next iteration runs the query again."""
+        state = self._state
+        if state is not None and state.needs_kill:
+            kill = state.close()
+            if kill is not None:
+                self._send_kill(kill, state.address)
+        self._state = None
+        self._buffer.clear()
+        self._closed = False
+        return self
+
+    def explain(self) -> Any:
+        """The server's explain output for this query (verbosity: the server's default)."""
+        self._client._check_usable()
+        limit = -abs(self._limit) if self._limit else None
+        operation = ExplainOperation(self._operation(self._collection.codec_options, limit=limit))
+        return self._client._executor.execute(operation)
+
+    def distinct(self, key: str) -> list:
+        """Distinct values of ``key`` among the documents this cursor's filter matches."""
+        self._client._check_usable()
+        collection = self._collection
+        filter = self._filter or None
+        if filter is not None:
+            validate_is_mapping("filter", filter)
+        operation = DistinctOperation(
+            collection.database.name, collection.name, key, filter, collation=self._collation,
+            max_time_ms=self._max_time_ms, comment=self._comment, read_concern=collection.read_concern,
+            read_preference=collection.read_preference, codec_options=collection.codec_options)
+        return self._client._executor.execute(operation)
+
+    @property
+    def collection(self) -> "Collection":
+        return self._collection
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._collection.full_name} filter={self._filter!r} alive={self.alive}>"
+
+
+class RawBatchCursor(Cursor):
+    """A find cursor yielding each batch as concatenated BSON bytes (``find_raw_batches``)."""
+
+    def _codec_options(self) -> CodecOptions:
+        return raw_codec_options(self._collection.codec_options)
+
+    def _accept(self, documents: list) -> None:
+        if documents:
+            self._buffer.append(join_raw_batch(documents))
+
+    def __getitem__(self, index: Any) -> Any:
+        raise InvalidOperation("Cannot call __getitem__ on RawBatchCursor")
+
+
+__all__ = ["CommandCursor", "Cursor", "CursorType", "RawBatchCommandCursor", "RawBatchCursor"]

@@ -1,0 +1,297 @@
+"""Database: PyMongo's database object over the operations layer and the client's executor.
+
+A Database is a cheap handle (a client, a name and four option objects); nothing is sent
+until a method runs a command. ``command``/``cursor_command`` follow the Run Command spec: the
+user's document is sent as written, primary unless a read preference is given, never
+retried, with no read or write concern added.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from greenmongo.bson.dbref import DBRef
+from greenmongo.collection import Collection, check_options
+from greenmongo.command_cursor import CommandCursor
+from greenmongo.errors import CollectionInvalid, InvalidName
+from greenmongo.operations.aggregate import AggregateOperation
+from greenmongo.operations.collections import (
+    CreateCollectionOperation,
+    DropCollectionOperation,
+    ListCollectionsOperation,
+    validate_collection_name,
+)
+from greenmongo.operations.run_command import RunCommandOperation, RunCursorCommandOperation, command_document
+from greenmongo.options.read_concern import ReadConcern
+from greenmongo.options.read_preferences import ReadPreference, ServerMode
+from greenmongo.options.write_concern import WriteConcern
+
+_INVALID_DATABASE_CHARACTERS = (" ", ".", "$", "/", "\\", "\x00", '"')
+
+#: PyMongo methods greenmongo does not have yet: attribute access must not turn them into collections.
+NOT_YET_SUPPORTED = {
+    "watch": "change streams are not implemented in greenmongo yet",
+}
+
+
+def validate_database_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"name must be an instance of str, not {type(name).__name__}")
+    if not name:
+        raise InvalidName("database name cannot be the empty string")
+    if name == "$external":
+        return name
+    for character in _INVALID_DATABASE_CHARACTERS:
+        if character in name:
+            raise InvalidName(f"database names cannot contain the character {character!r}")
+    return name
+
+
+class Database:
+    """A MongoDB database: ``client[name]`` or ``client.get_database(name, ...)``."""
+
+    def __init__(self, client: Any, name: str, codec_options: Optional[CodecOptions] = None,
+                 read_preference: Optional[ServerMode] = None, write_concern: Optional[WriteConcern] = None,
+                 read_concern: Optional[ReadConcern] = None) -> None:
+        check_options(codec_options, read_preference, write_concern, read_concern)
+        self._client = client
+        self._name = validate_database_name(name)
+        self._codec_options: CodecOptions = codec_options or client.codec_options
+        self._read_preference: ServerMode = read_preference or client.read_preference
+        self._write_concern: WriteConcern = write_concern or client.write_concern
+        self._read_concern: ReadConcern = read_concern or client.read_concern
+
+    # -- attributes ------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def codec_options(self) -> CodecOptions:
+        return self._codec_options
+
+    @property
+    def read_preference(self) -> ServerMode:
+        return self._read_preference
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._read_concern
+
+    def with_options(self, codec_options: Optional[CodecOptions] = None, read_preference: Optional[ServerMode] = None,
+                     write_concern: Optional[WriteConcern] = None,
+                     read_concern: Optional[ReadConcern] = None) -> "Database":
+        """A copy of this Database with some options replaced."""
+        return Database(self._client, self._name, codec_options or self._codec_options,
+                        read_preference or self._read_preference, write_concern or self._write_concern,
+                        read_concern or self._read_concern)
+
+    # -- collections ---------------------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Collection:
+        if name.startswith("_"):
+            raise AttributeError(f"Database has no attribute {name!r}. To access the {name} collection, use "
+                                 f"database[{name!r}].")
+        if name in NOT_YET_SUPPORTED:
+            raise AttributeError(f"Database.{name}: {NOT_YET_SUPPORTED[name]}")
+        return self.__getitem__(name)
+
+    def __getitem__(self, name: str) -> Collection:
+        return Collection(self, name)
+
+    def get_collection(self, name: str, codec_options: Optional[CodecOptions] = None,
+                       read_preference: Optional[ServerMode] = None, write_concern: Optional[WriteConcern] = None,
+                       read_concern: Optional[ReadConcern] = None) -> Collection:
+        """A Collection with options of its own (unset ones come from this Database)."""
+        return Collection(self, name, False, codec_options, read_preference, write_concern, read_concern)
+
+    def _run(self, operation: Any, session: Any = None, read_preference: Optional[ServerMode] = None) -> Any:
+        client = self._client
+        client._check_usable(session)
+        return client._executor.execute(operation, read_preference=read_preference)
+
+    def list_collections(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
+                         comment: Any = None, **kwargs: Any) -> CommandCursor:
+        """A cursor over the collection descriptions (``nameOnly``, ``authorizedCollections``, ``batchSize``)."""
+        operation = ListCollectionsOperation(
+            self._name, filter=filter, name_only=kwargs.pop("nameOnly", None),
+            authorized_collections=kwargs.pop("authorizedCollections", None),
+            batch_size=kwargs.pop("batchSize", None), comment=comment, codec_options=self._codec_options,
+            extra=kwargs)
+        return CommandCursor(self, self._run(operation, session))
+
+    def list_collection_names(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
+                              comment: Any = None, **kwargs: Any) -> list[str]:
+        """The collection names (``nameOnly: true`` whenever the filter looks only at ``name``)."""
+        operation = ListCollectionsOperation.for_names(
+            self._name, filter=filter, authorized_collections=kwargs.pop("authorizedCollections", None),
+            batch_size=kwargs.pop("batchSize", None), comment=comment,
+            codec_options=DEFAULT_CODEC_OPTIONS, extra=kwargs)
+        return [document["name"] for document in CommandCursor(self, self._run(operation, session))]
+
+    def create_collection(self, name: str, codec_options: Optional[CodecOptions] = None,
+                          read_preference: Optional[ServerMode] = None, write_concern: Optional[WriteConcern] = None,
+                          read_concern: Optional[ReadConcern] = None, session: Any = None,
+                          check_exists: Optional[bool] = True, **kwargs: Any) -> Collection:
+        """Create a collection with any ``create`` option (capped, size, validator, timeseries, ...).
+
+        Raises CollectionInvalid when ``check_exists`` and the collection already exists.
+        """
+        validate_collection_name(name)
+        self._client._check_usable(session)
+        if "encryptedFields" in kwargs:
+            raise NotImplementedError("Queryable Encryption (encryptedFields) is not supported by greenmongo")
+        collection = Collection(self, name, False, codec_options, read_preference, write_concern, read_concern)
+        if check_exists and name in self.list_collection_names(filter={"name": name}):
+            raise CollectionInvalid(f"collection {name} already exists")
+        comment = kwargs.pop("comment", None)
+        max_time_ms = kwargs.pop("maxTimeMS", None)
+        self._run(CreateCollectionOperation(self._name, name, kwargs, write_concern=collection.write_concern,
+                                            comment=comment, max_time_ms=max_time_ms))
+        return collection
+
+    def drop_collection(self, name_or_collection: Union[str, Collection], session: Any = None, comment: Any = None,
+                        encrypted_fields: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+        """Drop a collection; dropping one that does not exist is not an error."""
+        name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
+        if not isinstance(name, str):
+            raise TypeError(f"name_or_collection must be an instance of str or Collection, not {type(name).__name__}")
+        if encrypted_fields is not None:
+            raise NotImplementedError("Queryable Encryption (encrypted_fields) is not supported by greenmongo")
+        reply = self._run(DropCollectionOperation(self._name, name, write_concern=self._write_concern,
+                                                  comment=comment), session)
+        return dict(reply)
+
+    def validate_collection(self, name_or_collection: Union[str, Collection], scandata: bool = False,
+                            full: bool = False, session: Any = None, background: Optional[bool] = None,
+                            comment: Any = None) -> dict[str, Any]:
+        """Run ``validate``; raises CollectionInvalid when the server reports the collection invalid."""
+        name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
+        if not isinstance(name, str):
+            raise TypeError(f"name_or_collection must be an instance of str or Collection, not {type(name).__name__}")
+        command: dict[str, Any] = {"validate": name, "scandata": scandata, "full": full}
+        if comment is not None:
+            command["comment"] = comment
+        if background is not None:
+            command["background"] = background
+        result = self.command(command, session=session)
+        if "result" in result:  # very old servers report in text
+            text = str(result["result"])
+            if "exception" in text or "corrupt" in text:
+                raise CollectionInvalid(f"{name} invalid: {text}")
+        elif "raw" in result:  # mongos: one result per shard
+            for shard in result["raw"].values():
+                if not shard.get("valid", False):
+                    raise CollectionInvalid(f"{name} invalid: {result!r}")
+        elif not result.get("valid", False):
+            raise CollectionInvalid(f"{name} invalid: {result!r}")
+        return result
+
+    def dereference(self, dbref: DBRef, session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
+        """The document a DBRef points to (None if it is gone); the DBRef must name this database."""
+        if not isinstance(dbref, DBRef):
+            raise TypeError(f"cannot dereference a {type(dbref).__name__}")
+        if dbref.database is not None and dbref.database != self._name:
+            raise ValueError(f"trying to dereference a DBRef that points to another database "
+                             f"({dbref.database!r} not {self._name!r})")
+        return self[dbref.collection].find_one({"_id": dbref.id}, session=session, comment=comment, **kwargs)
+
+    # -- commands -----------------------------------------------------------------------------
+
+    def command(self, command: Union[str, Mapping[str, Any]], value: Any = 1, check: bool = True,
+                allowable_errors: Optional[Sequence[Union[str, int]]] = None,
+                read_preference: Optional[ServerMode] = None, codec_options: Optional[CodecOptions] = None,
+                session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
+        """Run a command as written: ``db.command("ping")``, ``db.command("collMod", "c", validator=...)``.
+
+        Runs on the primary unless ``read_preference`` says otherwise; not retried; no read or
+        write concern is added. ``check=False`` returns an ``ok: 0`` reply instead of raising.
+        Replies decode as dicts unless ``codec_options`` says otherwise.
+        """
+        if read_preference is not None and not isinstance(read_preference, ServerMode):
+            raise TypeError(f"{read_preference!r} is not valid for read_preference")
+        if codec_options is not None and not isinstance(codec_options, CodecOptions):
+            raise TypeError("codec_options must be an instance of CodecOptions")
+        document = command_document(command, value, comment, **kwargs)
+        preference = read_preference or ReadPreference.PRIMARY
+        operation = RunCommandOperation(self._name, document, read_preference=preference,
+                                        codec_options=codec_options or DEFAULT_CODEC_OPTIONS, check=check,
+                                        allowable_errors=allowable_errors)
+        return self._run(operation, session, preference)
+
+    def cursor_command(self, command: Union[str, Mapping[str, Any]], value: Any = 1,
+                       read_preference: Optional[ServerMode] = None, codec_options: Optional[CodecOptions] = None,
+                       session: Any = None, comment: Any = None, max_await_time_ms: Optional[int] = None,
+                       **kwargs: Any) -> CommandCursor:
+        """Run a command that returns a cursor and iterate it (getMores go to the same server).
+
+        ``comment`` and ``max_await_time_ms`` apply to the getMores (as ``comment`` and
+        ``maxTimeMS``); the command itself is sent as written.
+        """
+        if read_preference is not None and not isinstance(read_preference, ServerMode):
+            raise TypeError(f"{read_preference!r} is not valid for read_preference")
+        document = command_document(command, value, None, **kwargs)
+        preference = read_preference or ReadPreference.PRIMARY
+        operation = RunCursorCommandOperation(
+            self._name, document, max_await_time_ms=max_await_time_ms, comment=comment,
+            read_preference=preference, codec_options=codec_options or DEFAULT_CODEC_OPTIONS)
+        return CommandCursor(self, self._run(operation, session, preference))
+
+    def aggregate(self, pipeline: list, session: Any = None, **kwargs: Any) -> CommandCursor:
+        """A database-level pipeline (``$currentOp``, ``$listLocalSessions``, ``$documents``, ...).
+
+        Options are the aggregate command's, camelCase (``allowDiskUse``, ``batchSize``,
+        ``maxTimeMS``, ``collation``, ``hint``, ``let``, ``comment``, ``maxAwaitTimeMS``).
+        """
+        operation = AggregateOperation(
+            self._name, None, pipeline, let=kwargs.pop("let", None), comment=kwargs.pop("comment", None),
+            hint=kwargs.pop("hint", None), max_time_ms=kwargs.pop("maxTimeMS", None),
+            read_concern=self._read_concern, write_concern=self._write_concern,
+            read_preference=self._read_preference, codec_options=self._codec_options, extra=kwargs)
+        return CommandCursor(self, self._run(operation, session))
+
+    # -- dunder --------------------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Database):
+            return self._client == other._client and self._name == other._name
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        return hash((self._client, self._name))
+
+    def __repr__(self) -> str:
+        return f"Database({self._client!r}, {self._name!r})"
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError("Database objects do not implement truth value testing or bool(). Please "
+                                  "compare with None instead: database is not None")
+
+    def __iter__(self) -> "Database":
+        return self
+
+    def __next__(self) -> Any:
+        raise TypeError("'Database' object is not iterable")
+
+    next = __next__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"'Database' object is not callable. If you meant to call the {self._name!r} method on "
+                        "a 'MongoClient' object it is failing because no such method exists.")
+
+
+__all__ = ["Database", "validate_database_name"]
