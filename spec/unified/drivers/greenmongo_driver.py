@@ -1,0 +1,170 @@
+"""greenmongo as the unified runner's driver (the default).
+
+greenmongo keeps PyMongo's public names, so this adapter mostly says where each
+name lives. Until ``greenmongo.MongoClient`` exists the adapter raises
+``DriverUnavailable`` and the greenmongo-driven unified tests are skipped with
+that reason. Names are looked up in the places PyMongo puts them first, then in
+greenmongo's own option modules.
+
+The three session questions (transaction state, pinned, dirty) have no public
+API in PyMongo either; the adapter reads the same private attributes PyMongo
+has (``_transaction.state``, ``_pinned_address``, ``_server_session.dirty``)
+and reports NotSupported when greenmongo's session lacks them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Mapping, Optional
+
+from spec.unified.drivers import BsonTypes, DriverAdapter, DriverUnavailable
+from spec.unified.outcomes import NotSupported
+
+_STATE_NAMES = {1: "none", 2: "starting", 3: "in_progress", 4: "committed", 5: "committed", 6: "aborted"}
+
+
+def _lookup(*dotted: str) -> Optional[Any]:
+    """The first of ``module.attr`` paths that exists, else None."""
+    for path in dotted:
+        module_name, _, attr = path.rpartition(".")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        value = getattr(module, attr, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _require(what: str, *dotted: str) -> Any:
+    value = _lookup(*dotted)
+    if value is None:
+        raise DriverUnavailable(f"greenmongo has no {what} yet (looked for {', '.join(dotted)})")
+    return value
+
+
+def _state_name(state: Any) -> str:
+    name = getattr(state, "name", None)
+    if isinstance(name, str):
+        return {"committed_empty": "committed"}.get(name.lower(), name.lower())
+    return _STATE_NAMES[state]
+
+
+def load() -> DriverAdapter:
+    import greenmongo
+
+    client_class = getattr(greenmongo, "MongoClient", None)
+    if client_class is None:
+        raise DriverUnavailable("greenmongo has no MongoClient yet (issue 7): the greenmongo-driven unified "
+                                "tests are skipped; run them against PyMongo with GREENMONGO_UNIFIED_DRIVER=pymongo")
+    for what, path in (("Database", "greenmongo.database.Database"),
+                       ("Collection", "greenmongo.collection.Collection")):
+        _require(what, path)  # the runner's internal client needs both before anything runs
+    from greenmongo import bson, errors
+    from greenmongo.bson import json_util
+
+    json_options = json_util.JSONOptions(tz_aware=False)
+
+    def json_loads(text: str) -> Any:
+        return json_util.loads(text, json_options=json_options)
+
+    make_read_preference = _require("make_read_preference", "greenmongo.read_preferences.make_read_preference",
+                                    "greenmongo.options.read_preferences.make_read_preference")
+    mode_from_name = _require("read_pref_mode_from_name", "greenmongo.read_preferences.read_pref_mode_from_name",
+                              "greenmongo.options.read_preferences.read_pref_mode_from_name")
+
+    def read_preference(doc: Mapping[str, Any]) -> Any:
+        return make_read_preference(mode_from_name(doc["mode"]), doc.get("tagSets"),
+                                    doc.get("maxStalenessSeconds", -1), doc.get("hedge"))
+
+    def log_record_data(record: Any) -> Optional[dict]:
+        message = record.msg
+        return dict(message) if isinstance(message, Mapping) else None
+
+    def log_record_owner(data: Mapping[str, Any]) -> Any:
+        return data.get("clientId") or data.get("topologyId")
+
+    def client_log_owner(client: Any) -> Any:
+        return getattr(getattr(client, "_topology", None), "topology_id", None)
+
+    def session_transaction_state(session: Any) -> str:
+        transaction = getattr(session, "_transaction", None)
+        if transaction is None or not hasattr(transaction, "state"):
+            raise NotSupported("greenmongo's ClientSession exposes no transaction state (_transaction.state)")
+        return _state_name(transaction.state)
+
+    def session_pinned_address(session: Any) -> Any:
+        if not hasattr(session, "_pinned_address"):
+            raise NotSupported("greenmongo's ClientSession exposes no pinned address (_pinned_address)")
+        return session._pinned_address
+
+    def session_dirty(session: Any) -> bool:
+        server_session = getattr(session, "_server_session", None)
+        if server_session is None or not hasattr(server_session, "dirty"):
+            raise NotSupported("greenmongo's ClientSession exposes no dirty flag (_server_session.dirty)")
+        return bool(server_session.dirty)
+
+    listener_bases = {
+        family: base
+        for family, base in (
+            ("command", _lookup("greenmongo.monitoring.CommandListener")),
+            ("pool", _lookup("greenmongo.monitoring.ConnectionPoolListener",
+                             "greenmongo.monitoring.pool.ConnectionPoolListener")),
+            ("server", _lookup("greenmongo.monitoring.ServerListener")),
+            ("heartbeat", _lookup("greenmongo.monitoring.ServerHeartbeatListener")),
+            ("topology", _lookup("greenmongo.monitoring.TopologyListener")),
+        )
+        if base is not None
+    }
+    write_models = {
+        name: _require(cls, f"greenmongo.operations.{cls}", f"greenmongo.{cls}")
+        for name, cls in (("insertOne", "InsertOne"), ("updateOne", "UpdateOne"), ("updateMany", "UpdateMany"),
+                          ("replaceOne", "ReplaceOne"), ("deleteOne", "DeleteOne"), ("deleteMany", "DeleteMany"))
+    }
+    return DriverAdapter(
+        name="greenmongo",
+        version=greenmongo.__version__,
+        MongoClient=client_class,
+        json_loads=json_loads,
+        bson=BsonTypes(
+            ObjectId=bson.ObjectId, Int64=bson.Int64, Decimal128=bson.Decimal128, Binary=bson.Binary,
+            Timestamp=bson.Timestamp, Regex=bson.Regex, Code=bson.Code, MinKey=bson.MinKey,
+            MaxKey=bson.MaxKey, DBRef=bson.DBRef, DBPointer=bson.DBPointer, Symbol=bson.Symbol,
+            Undefined=bson.Undefined, DatetimeMS=bson.DatetimeMS,
+        ),
+        errors=errors,
+        listener_bases=listener_bases,
+        ReadConcern=_require("ReadConcern", "greenmongo.read_concern.ReadConcern",
+                             "greenmongo.options.read_concern.ReadConcern"),
+        WriteConcern=_require("WriteConcern", "greenmongo.write_concern.WriteConcern",
+                              "greenmongo.options.write_concern.WriteConcern"),
+        read_preference=read_preference,
+        ServerApi=_require("ServerApi", "greenmongo.server_api.ServerApi", "greenmongo.options.server_api.ServerApi"),
+        TransactionOptions=_lookup("greenmongo.client_session.TransactionOptions"),
+        write_models=write_models,
+        IndexModel=_lookup("greenmongo.operations.IndexModel", "greenmongo.IndexModel"),
+        SearchIndexModel=_lookup("greenmongo.operations.SearchIndexModel", "greenmongo.SearchIndexModel"),
+        ReturnDocument=_require("ReturnDocument", "greenmongo.ReturnDocument", "greenmongo.collection.ReturnDocument"),
+        CursorType=_require("CursorType", "greenmongo.CursorType", "greenmongo.cursor.CursorType"),
+        GridFSBucket=_lookup("greenmongo.gridfs.GridFSBucket"),
+        DriverInfo=_lookup("greenmongo.driver_info.DriverInfo", "greenmongo.DriverInfo"),
+        logger_names={
+            "command": "greenmongo.command", "topology": "greenmongo.topology",
+            "serverSelection": "greenmongo.serverSelection", "connection": "greenmongo.connection",
+        },
+        log_record_data=log_record_data,
+        log_record_owner=log_record_owner,
+        client_log_owner=client_log_owner,
+        session_transaction_state=session_transaction_state,
+        session_pinned_address=session_pinned_address,
+        session_dirty=session_dirty,
+        blocking_io=False,
+        unsupported_arguments={},
+        unsupported_operations={
+            "listDatabaseObjects": "PyMongo-shaped API: list_databases returns documents",
+            "listCollectionObjects": "PyMongo-shaped API: list_collections returns documents",
+            "mapReduce": "PyMongo-shaped API: no map_reduce",
+        },
+        csfle_available=False,
+    )

@@ -1,0 +1,134 @@
+"""pytest fixtures and parametrization for the unified runner.
+
+``unified_servers`` (session scope) hands out a ``UnifiedContext`` per suite:
+with ``MONGODB_URI`` set, one context on that deployment for everything;
+otherwise a fresh SecantusDB (single-node replica set ``secantus``) per suite,
+the previous one stopped first, because SecantusDB slows down after ~10k
+retryable writes. The driver comes from ``GREENMONGO_UNIFIED_DRIVER``; when it
+cannot run (greenmongo without MongoClient yet) every unified test is skipped
+with that reason.
+
+Import the fixture into a test module (``from spec.unified.fixtures import
+unified_servers``) and parametrize with ``unified_params(subdir)``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+from spec.unified.known_failures import known_failure
+from spec.support import params
+from spec.unified.context import UnifiedContext
+from spec.unified.drivers import DriverAdapter, DriverUnavailable, load_driver
+from spec.unified.outcomes import NotSupported
+from spec.unified.runner import run_test, test_descriptions
+
+
+@dataclass(frozen=True)
+class UnifiedCase:
+    """One test of one unified test file, and the suite (server) it belongs to."""
+
+    suite: str
+    path: Path
+    index: int
+
+    def __repr__(self) -> str:
+        return f"UnifiedCase({self.path.name}#{self.index})"
+
+
+def unified_params(subdir: str, pattern: str = "*.json") -> list:
+    """One pytest param per test case of every file in ``subdir`` (ids: ``<json path>::<description>``)."""
+
+    def cases(path: Path, data: Any):
+        for index, description in enumerate(test_descriptions(path)):
+            yield description, UnifiedCase(subdir, path, index)
+
+    marked = []
+    for param in params(subdir, cases, pattern):
+        reason = known_failure(param.id)
+        marked.append(pytest.param(*param.values, id=param.id, marks=pytest.mark.xfail(strict=True, reason=reason))
+                      if reason else param)
+    return marked
+
+
+class UnifiedServers:
+    """One UnifiedContext at a time, keyed by suite; starts SecantusDB unless MONGODB_URI is set."""
+
+    def __init__(self) -> None:
+        self._adapter: Optional[DriverAdapter] = None
+        self._unavailable: Optional[str] = None
+        self._suite: Optional[str] = None
+        self._server: Any = None
+        self._context: Optional[UnifiedContext] = None
+        self._failure: Optional[tuple[str, BaseException]] = None
+
+    def adapter(self) -> DriverAdapter:
+        if self._adapter is None and self._unavailable is None:
+            try:
+                self._adapter = load_driver()
+            except DriverUnavailable as exc:
+                self._unavailable = str(exc)
+        if self._adapter is None:
+            pytest.skip(self._unavailable)
+        return self._adapter
+
+    def context_for(self, suite: str) -> UnifiedContext:
+        adapter = self.adapter()
+        shared_uri = os.environ.get("MONGODB_URI")
+        if self._context is not None and (shared_uri or suite == self._suite):
+            return self._context
+        if self._failure is not None and (shared_uri or suite == self._failure[0]):
+            raise RuntimeError(f"the unified runner could not start for {suite}: {self._failure[1]!r}")
+        self.close()
+        try:
+            return self._start(suite, adapter, shared_uri)
+        except Exception as exc:
+            self._failure = (suite, exc)  # fail the suite's other tests fast instead of retrying each
+            self.close()
+            raise
+
+    def _start(self, suite: str, adapter: DriverAdapter, shared_uri: Optional[str]) -> UnifiedContext:
+        if shared_uri:
+            uri = shared_uri
+        else:
+            from tests.servers.secantus import SecantusServer
+
+            self._server = SecantusServer()
+            atexit.register(self._server.stop)
+            self._server.start()
+            uri = f"{self._server.uri}?replicaSet=secantus"
+        self._suite = suite
+        self._context = UnifiedContext(adapter, uri)
+        return self._context
+
+    def close(self) -> None:
+        context, server = self._context, self._server
+        self._context = self._server = self._suite = None
+        try:
+            if context is not None:
+                context.close()
+        finally:
+            if server is not None:
+                server.stop()
+
+
+@pytest.fixture(scope="session")
+def unified_servers():
+    servers = UnifiedServers()
+    yield servers
+    servers.close()
+
+
+def run_case(servers: UnifiedServers, case: UnifiedCase) -> None:
+    """Run one case; a deliberately unsupported feature or an unmet requirement becomes a skip."""
+    context = servers.context_for(case.suite)
+    try:
+        run_test(context, case.path, case.index)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
