@@ -1,13 +1,9 @@
-"""greenmongo quickstart: 100 greenlets writing and reading concurrently over the gevent hub.
+"""greenmongo quickstart: a MongoClient shared by 100 greenlets writing and reading concurrently.
 
 With MONGODB_URI unset it starts a throwaway local server (SecantusDB, installed by the
 ``server`` extra) on a free loopback port and stops it at the end.
 
     python examples/quickstart.py
-
-It talks to the server through greenmongo's connection layer (``open_connection`` +
-``Connection.command``): ``MongoClient`` and the CRUD API are the next layer being built, and this
-example will move to them as they land.
 """
 
 from __future__ import annotations
@@ -20,15 +16,14 @@ from typing import Iterator
 
 import gevent
 
-from greenmongo.net.handshake import open_connection
+from greenmongo import ASCENDING, MongoClient
 
 
 @contextmanager
-def server_address() -> Iterator[tuple[str, int]]:
+def server_uri() -> Iterator[str]:
     uri = os.environ.get("MONGODB_URI")
-    if uri:  # mongodb://host:port/...: the first host is enough for this example
-        host, _, port = uri.split("://", 1)[1].split("/", 1)[0].split(",")[0].rsplit("@", 1)[-1].partition(":")
-        yield host, int(port or 27017)
+    if uri:
+        yield uri
         return
     # The throwaway server launcher lives with the test servers; the example reuses it.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -36,28 +31,26 @@ def server_address() -> Iterator[tuple[str, int]]:
 
     with SecantusServer() as server:
         print(f"started a throwaway SecantusDB at {server.host}:{server.port}")
-        yield server.address
+        yield server.uri
 
 
 def main() -> int:
-    with server_address() as address:
-        setup = open_connection(address)
-        setup.command("quickstart", {"drop": "greetings"}, check=False)
+    with server_uri() as uri, MongoClient(uri) as client:
+        greetings = client.quickstart.greetings
+        greetings.drop()
+        greetings.create_index([("n", ASCENDING)], unique=True)
 
-        def writer(n: int) -> None:
-            conn = open_connection(address)  # one connection per greenlet; a pool comes with MongoClient
-            try:
-                conn.command("quickstart", {"insert": "greetings"}, sequences={"documents": [{"n": n}]})
-            finally:
-                conn.close()
+        def writer(n: int) -> None:  # greenlets share the client; its pool hands out connections
+            greetings.insert_one({"n": n, "text": f"hello #{n}"})
 
         gevent.joinall([gevent.spawn(writer, n) for n in range(100)], raise_error=True)
-        reply = setup.command("quickstart", {"count": "greetings"})
-        found = setup.command("quickstart", {"find": "greetings", "filter": {"n": {"$lt": 3}}, "sort": {"n": 1}})
-        setup.close()
-        print(f"100 greenlets inserted {reply['n']} documents; the first three: "
-              f"{[doc['n'] for doc in found['cursor']['firstBatch']]}")
-        return 0 if reply["n"] == 100 else 1
+        count = greetings.count_documents({})
+        first = [doc["n"] for doc in greetings.find({"n": {"$lt": 3}}).sort("n", ASCENDING)]
+        greetings.update_many({"n": {"$gte": 50}}, {"$set": {"second_half": True}})
+        second_half = greetings.count_documents({"second_half": True})
+        print(f"100 greenlets inserted {count} documents; the first three: {first}; "
+              f"{second_half} marked as the second half")
+        return 0 if count == 100 and second_half == 50 else 1
 
 
 if __name__ == "__main__":

@@ -19,4 +19,4 @@ def test_quickstart_starts_its_own_server_and_runs() -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "started a throwaway SecantusDB" in proc.stdout
-    assert "100 greenlets inserted 100 documents; the first three: [0, 1, 2]" in proc.stdout
+    assert "100 greenlets inserted 100 documents; the first three: [0, 1, 2]; 50 marked" in proc.stdout
