@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import abc
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
 
+from greenmongo._handle import Handle
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.command_cursor import CommandCursor, RawBatchCommandCursor, raw_codec_options
 from greenmongo.cursor import Cursor, RawBatchCursor
 from greenmongo.errors import ConfigurationError, InvalidName
-from greenmongo.operations.aggregate import AggregateOperation
 from greenmongo.operations.arguments import (
     require_acknowledged_for,
     validate_boolean,
@@ -96,8 +96,10 @@ def _check_unacknowledged(write_concern: WriteConcern, collation: Any = None, ar
         require_acknowledged_for("arrayFilters", False)
 
 
-class Collection:
+class Collection(Handle):
     """A MongoDB collection: ``database[name]``, ``database.get_collection(name, ...)``."""
+
+    _kind = "Collection"
 
     def __init__(self, database: "Database", name: str, create: Optional[bool] = False,
                  codec_options: Optional[CodecOptions] = None, read_preference: Optional[ServerMode] = None,
@@ -133,22 +135,6 @@ class Collection:
     @property
     def database(self) -> "Database":
         return self._database
-
-    @property
-    def codec_options(self) -> CodecOptions:
-        return self._codec_options
-
-    @property
-    def read_preference(self) -> ServerMode:
-        return self._read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._read_concern
 
     def with_options(self, codec_options: Optional[CodecOptions] = None, read_preference: Optional[ServerMode] = None,
                      write_concern: Optional[WriteConcern] = None,
@@ -381,27 +367,20 @@ class Collection:
 
     # -- aggregation -----------------------------------------------------------------------------
 
-    def _aggregate_operation(self, pipeline: list, let: Optional[Mapping[str, Any]], comment: Any,
-                             kwargs: dict[str, Any], codec_options: CodecOptions) -> AggregateOperation:
-        return AggregateOperation(
-            self._database.name, self._name, pipeline, let=let, comment=comment, hint=kwargs.pop("hint", None),
-            max_time_ms=kwargs.pop("maxTimeMS", None), read_concern=self._read_concern,
-            write_concern=self._write_concern, read_preference=self._read_preference, codec_options=codec_options,
-            extra=kwargs)
-
     def aggregate(self, pipeline: list, session: Any = None, let: Optional[Mapping[str, Any]] = None,
                   comment: Any = None, **kwargs: Any) -> CommandCursor:
         """Run a pipeline; options are the command's, camelCase (allowDiskUse, batchSize, maxTimeMS,
         maxAwaitTimeMS, collation, hint, bypassDocumentValidation). ``$out``/``$merge`` pipelines
         write, and run on the primary unless every server is 5.0+."""
-        operation = self._aggregate_operation(pipeline, let, comment, kwargs, self._codec_options)
+        operation = self._aggregate_operation(self._database.name, self._name, pipeline, let, comment, kwargs,
+                                              self._codec_options)
         return CommandCursor(self, self._run(operation, session))
 
     def aggregate_raw_batches(self, pipeline: list, session: Any = None, comment: Any = None,
                               **kwargs: Any) -> RawBatchCommandCursor:
         """Like ``aggregate`` but each iteration yields one batch as concatenated BSON bytes."""
-        operation = self._aggregate_operation(pipeline, kwargs.pop("let", None), comment, kwargs,
-                                              raw_codec_options(self._codec_options))
+        operation = self._aggregate_operation(self._database.name, self._name, pipeline, kwargs.pop("let", None),
+                                              comment, kwargs, raw_codec_options(self._codec_options))
         return RawBatchCommandCursor(self, self._run(operation, session))
 
     # -- indexes ---------------------------------------------------------------------------------
@@ -528,34 +507,10 @@ class Collection:
             return options
         return {}
 
-    # -- dunder ----------------------------------------------------------------------------------
+    # -- dunder (equality, hash, repr, bool and iteration: Handle) ---------------------------------
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Collection):
-            return self._database == other._database and self._name == other._name
-        return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
-
-    def __hash__(self) -> int:
-        return hash((self._database, self._name))
-
-    def __repr__(self) -> str:
-        return f"Collection({self._database!r}, {self._name!r})"
-
-    def __bool__(self) -> bool:
-        raise NotImplementedError("Collection objects do not implement truth value testing or bool(). Please "
-                                  "compare with None instead: collection is not None")
-
-    def __iter__(self) -> "Collection":
-        return self
-
-    def __next__(self) -> Any:
-        raise TypeError("'Collection' object is not iterable")
-
-    next = __next__
+    def _identity(self) -> tuple[Any, str]:
+        return self._database, self._name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         method = self._name.rsplit(".", 1)[-1]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence, Union
 
+from greenmongo._handle import Handle
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.dbref import DBRef
 from greenmongo.collection import Collection, check_options
 from greenmongo.command_cursor import CommandCursor
 from greenmongo.errors import CollectionInvalid, InvalidName
-from greenmongo.operations.aggregate import AggregateOperation
 from greenmongo.operations.collections import (
     CreateCollectionOperation,
     DropCollectionOperation,
@@ -48,8 +48,10 @@ def validate_database_name(name: Any) -> str:
     return name
 
 
-class Database:
+class Database(Handle):
     """A MongoDB database: ``client[name]`` or ``client.get_database(name, ...)``."""
+
+    _kind = "Database"
 
     def __init__(self, client: Any, name: str, codec_options: Optional[CodecOptions] = None,
                  read_preference: Optional[ServerMode] = None, write_concern: Optional[WriteConcern] = None,
@@ -71,22 +73,6 @@ class Database:
     @property
     def name(self) -> str:
         return self._name
-
-    @property
-    def codec_options(self) -> CodecOptions:
-        return self._codec_options
-
-    @property
-    def read_preference(self) -> ServerMode:
-        return self._read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._read_concern
 
     def with_options(self, codec_options: Optional[CodecOptions] = None, read_preference: Optional[ServerMode] = None,
                      write_concern: Optional[WriteConcern] = None,
@@ -253,41 +239,14 @@ class Database:
         Options are the aggregate command's, camelCase (``allowDiskUse``, ``batchSize``,
         ``maxTimeMS``, ``collation``, ``hint``, ``let``, ``comment``, ``maxAwaitTimeMS``).
         """
-        operation = AggregateOperation(
-            self._name, None, pipeline, let=kwargs.pop("let", None), comment=kwargs.pop("comment", None),
-            hint=kwargs.pop("hint", None), max_time_ms=kwargs.pop("maxTimeMS", None),
-            read_concern=self._read_concern, write_concern=self._write_concern,
-            read_preference=self._read_preference, codec_options=self._codec_options, extra=kwargs)
+        operation = self._aggregate_operation(self._name, None, pipeline, kwargs.pop("let", None),
+                                              kwargs.pop("comment", None), kwargs, self._codec_options)
         return CommandCursor(self, self._run(operation, session))
 
-    # -- dunder --------------------------------------------------------------------------------
+    # -- dunder (equality, hash, repr, bool and iteration: Handle) -------------------------------
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Database):
-            return self._client == other._client and self._name == other._name
-        return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
-
-    def __hash__(self) -> int:
-        return hash((self._client, self._name))
-
-    def __repr__(self) -> str:
-        return f"Database({self._client!r}, {self._name!r})"
-
-    def __bool__(self) -> bool:
-        raise NotImplementedError("Database objects do not implement truth value testing or bool(). Please "
-                                  "compare with None instead: database is not None")
-
-    def __iter__(self) -> "Database":
-        return self
-
-    def __next__(self) -> Any:
-        raise TypeError("'Database' object is not iterable")
-
-    next = __next__
+    def _identity(self) -> tuple[Any, str]:
+        return self._client, self._name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"'Database' object is not callable. If you meant to call the {self._name!r} method on "

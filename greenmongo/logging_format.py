@@ -4,8 +4,11 @@ Pure builders: each returns a :class:`LogMessage`, a dict holding the spec's
 exact structured field names (absent optional fields are left out, never
 null), whose ``str()`` is the spec's unstructured sentence. The code that
 owns the event logs it with ``logger.debug(message)`` after checking
-``logger.isEnabledFor`` -- building a message costs an Extended JSON dump.
-Connection (CMAP) messages are built by ``greenmongo.pool_logging``.
+``logger.isEnabledFor`` -- building a message costs an Extended JSON dump
+(the executor for commands, ``greenmongo.topology.logging`` for SDAM and
+server selection). Connection (CMAP) messages are built by
+``greenmongo.pool_logging`` from the shared helpers here, its sentences
+registered with :func:`register_renderer`.
 
 Configuration follows the spec's fallback method, environment variables:
 ``MONGODB_LOG_ALL`` / ``MONGODB_LOG_COMMAND`` / ``MONGODB_LOG_TOPOLOGY`` /
@@ -25,7 +28,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Union
 
 from greenmongo.bson import json_util
 from greenmongo.bson.binary import UuidRepresentation
@@ -90,6 +93,21 @@ def parse_severity(value: Optional[str]) -> Optional[int]:
     return SEVERITY_LEVELS.get(value.strip().lower())
 
 
+def parse_max_document_length(environ: Mapping[str, str]) -> int:
+    """The first valid (non-negative integer) max document length variable, else the default."""
+    for variable in MAX_DOCUMENT_LENGTH_VARIABLES:
+        text = environ.get(variable)
+        if text is None:
+            continue
+        try:
+            value = int(text.strip())
+        except ValueError:
+            continue  # invalid values are ignored, never raised
+        if value >= 0:
+            return value
+    return DEFAULT_MAX_DOCUMENT_LENGTH
+
+
 def parse_log_settings(environ: Optional[Mapping[str, str]] = None) -> LogSettings:
     environ = os.environ if environ is None else environ
     default_level = parse_severity(environ.get(ALL_VARIABLE))
@@ -100,22 +118,10 @@ def parse_log_settings(environ: Optional[Mapping[str, str]] = None) -> LogSettin
             level = default_level
         if level is not None:
             levels[component] = level
-    length = DEFAULT_MAX_DOCUMENT_LENGTH
-    for variable in MAX_DOCUMENT_LENGTH_VARIABLES:
-        text = environ.get(variable)
-        if text is None:
-            continue
-        try:
-            value = int(text.strip())
-        except ValueError:
-            continue
-        if value >= 0:
-            length = value
-            break
     destination = (environ.get(PATH_VARIABLE) or "stderr").strip() or "stderr"
     if destination.lower() in ("stdout", "stderr"):
         destination = destination.lower()
-    return LogSettings(levels, length, destination)
+    return LogSettings(levels, parse_max_document_length(environ), destination)
 
 
 def _handler_for(destination: str) -> logging.Handler:
@@ -162,7 +168,8 @@ def current_settings() -> LogSettings:
 
 
 def max_document_length() -> int:
-    return current_settings().max_document_length
+    """The max document length the environment asks for now (read on each call: two lookups)."""
+    return parse_max_document_length(os.environ)
 
 
 # -- documents and errors ------------------------------------------------------------
@@ -177,8 +184,11 @@ def _json_options() -> Any:
 _JSON_OPTIONS: Any = None
 
 
-def truncate(text: str, max_length: int) -> str:
-    """Cut at ``max_length`` code points and mark the cut with ``...`` (not counted in the length)."""
+def truncate(text: str, max_length: Optional[int] = None) -> str:
+    """Cut at ``max_length`` (default: the configured length) code points and mark the cut with ``...``
+    (not counted in the length)."""
+    if max_length is None:
+        max_length = max_document_length()
     if len(text) <= max_length:
         return text
     return text[:max_length] + "..."
@@ -191,9 +201,17 @@ def format_document(document: Mapping[str, Any], max_length: Optional[int] = Non
         _JSON_OPTIONS = _json_options()
     try:
         text = json_util.dumps(document, json_options=_JSON_OPTIONS)
-    except (TypeError, ValueError):
+    except Exception:  # never let logging break the operation or the monitor
         text = repr(document)
-    return truncate(text, max_document_length() if max_length is None else max_length)
+    return truncate(text, max_length)
+
+
+def error_text(error: Any) -> str:
+    """An error as ``"ClassName: message"`` (just the class name when the message is empty), untruncated."""
+    if isinstance(error, BaseException):
+        text = str(error)
+        return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return str(error)
 
 
 def format_failure(error: Any, *, redacted: bool = False, max_length: Optional[int] = None) -> str:
@@ -206,11 +224,7 @@ def format_failure(error: Any, *, redacted: bool = False, max_length: Optional[i
         return format_document(document, max_length)
     if isinstance(error, Mapping):
         return format_document(error, max_length)
-    text = str(error)
-    described = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    if isinstance(error, BaseException):
-        return truncate(described, max_document_length() if max_length is None else max_length)
-    return truncate(text, max_document_length() if max_length is None else max_length)
+    return truncate(error_text(error), max_length)
 
 
 def duration_ms(duration: Duration) -> float:
@@ -246,7 +260,17 @@ class LogMessage(dict):
         return render(self) if render else repr(dict(self))
 
 
-def _message(message: str, **fields: Any) -> LogMessage:
+Renderer = Callable[[Mapping[str, Any]], str]
+
+
+def register_renderer(render: Renderer, *messages: str) -> None:
+    """Let ``render`` write the sentence of the named messages (how greenmongo.pool_logging adds CMAP's)."""
+    for message in messages:
+        _RENDERERS[message] = render
+
+
+def log_message(message: str, **fields: Any) -> LogMessage:
+    """A message with ``fields`` in the given order; a None field is left out (the spec: never null)."""
     data = LogMessage(message=message)
     for key, value in fields.items():
         if value is not None:
@@ -254,12 +278,14 @@ def _message(message: str, **fields: Any) -> LogMessage:
     return data
 
 
-def _where(data: Mapping[str, Any]) -> str:
+def server_where(data: Mapping[str, Any]) -> str:
+    """``host:port`` of a message's server (just the path for a Unix domain socket)."""
     host = data.get("serverHost", "")
     return f"{host}:{data['serverPort']}" if "serverPort" in data else str(host)
 
 
-def _service_id(service_id: Any) -> Optional[str]:
+def service_id_text(service_id: Any) -> Optional[str]:
+    """A load balancer's service id as hex (an ObjectId's bytes), None when there is none."""
     if service_id is None:
         return None
     binary = getattr(service_id, "binary", None)
@@ -268,13 +294,27 @@ def _service_id(service_id: Any) -> Optional[str]:
     return str(service_id)
 
 
+def _connection_ids(data: Mapping[str, Any]) -> str:
+    """" with driver-generated ID d and server-generated ID s", leaving out whichever is absent."""
+    text = ""
+    if "driverConnectionId" in data:
+        text += f" with driver-generated ID {data['driverConnectionId']}"
+        if "serverConnectionId" in data:
+            text += f" and server-generated ID {data['serverConnectionId']}"
+    elif "serverConnectionId" in data:
+        text += f" with server-generated ID {data['serverConnectionId']}"
+    return text
+
+
+# -- commands -------------------------------------------------------------------------
+
 def _command_fields(command_name: str, database_name: str, request_id: int, operation_id: Optional[int],
                     driver_connection_id: Optional[int], address: Any, server_connection_id: Optional[int],
                     service_id: Any) -> dict[str, Any]:
     host, port = split_address(address)
     return dict(commandName=command_name, databaseName=database_name, requestId=request_id,
                 operationId=operation_id, driverConnectionId=driver_connection_id, serverHost=host,
-                serverPort=port, serverConnectionId=server_connection_id, serviceId=_service_id(service_id))
+                serverPort=port, serverConnectionId=server_connection_id, serviceId=service_id_text(service_id))
 
 
 def command_started(command: Mapping[str, Any], database_name: str, request_id: int, *, address: Any,
@@ -283,7 +323,7 @@ def command_started(command: Mapping[str, Any], database_name: str, request_id: 
                     max_length: Optional[int] = None) -> LogMessage:
     """"Command started": pass the full command; a sensitive one is logged as ``{}``."""
     command_name = next(iter(command))
-    return _message("Command started", **_command_fields(
+    return log_message("Command started", **_command_fields(
         command_name, database_name, request_id, operation_id, driver_connection_id, address,
         server_connection_id, service_id), command=format_document(redact_command(command_name, command),
                                                                    max_length))
@@ -294,7 +334,7 @@ def command_succeeded(reply: Mapping[str, Any], command_name: str, database_name
                       driver_connection_id: Optional[int] = None, server_connection_id: Optional[int] = None,
                       service_id: Any = None, speculative_hello: bool = False,
                       max_length: Optional[int] = None) -> LogMessage:
-    return _message("Command succeeded", **_command_fields(
+    return log_message("Command succeeded", **_command_fields(
         command_name, database_name, request_id, operation_id, driver_connection_id, address,
         server_connection_id, service_id), durationMS=duration_ms(duration),
         reply=format_document(redact_reply(command_name, reply, speculative_hello), max_length))
@@ -306,21 +346,14 @@ def command_failed(error: Any, command_name: str, database_name: str, request_id
                    speculative_hello: bool = False, max_length: Optional[int] = None) -> LogMessage:
     """"Command failed": a server error from a sensitive command keeps only code/codeName/errorLabels."""
     redacted = isinstance(error, OperationFailure) and is_sensitive_command(command_name, None, speculative_hello)
-    return _message("Command failed", **_command_fields(
+    return log_message("Command failed", **_command_fields(
         command_name, database_name, request_id, operation_id, driver_connection_id, address,
         server_connection_id, service_id), durationMS=duration_ms(duration),
         failure=format_failure(error, redacted=redacted, max_length=max_length))
 
 
 def _connection_phrase(data: Mapping[str, Any]) -> str:
-    text = "using a connection"
-    if "driverConnectionId" in data:
-        text += f" with driver-generated ID {data['driverConnectionId']}"
-        if "serverConnectionId" in data:
-            text += f" and server-generated ID {data['serverConnectionId']}"
-    elif "serverConnectionId" in data:
-        text += f" with server-generated ID {data['serverConnectionId']}"
-    text += f" to {_where(data)}"
+    text = f"using a connection{_connection_ids(data)} to {server_where(data)}"
     if "serviceId" in data:
         text += f" with service ID {data['serviceId']}"
     text += f". The requestID is {data.get('requestId')}"
@@ -343,36 +376,36 @@ def _render_command(data: Mapping[str, Any]) -> str:
 
 # -- server selection ---------------------------------------------------------------
 
-def _selection_fields(operation: str, selector: Any, topology_description: Any,
+def _selection_fields(operation: Optional[str], selector: Any, topology_description: Any,
                       operation_id: Optional[int]) -> dict[str, Any]:
-    return dict(selector=str(selector), operationId=operation_id, operation=operation,
+    return dict(selector=str(selector), operation=operation, operationId=operation_id,
                 topologyDescription=str(topology_description))
 
 
-def server_selection_started(operation: str, selector: Any, topology_description: Any, *,
+def server_selection_started(operation: Optional[str], selector: Any, topology_description: Any, *,
                              operation_id: Optional[int] = None) -> LogMessage:
-    return _message("Server selection started",
-                    **_selection_fields(operation, selector, topology_description, operation_id))
+    return log_message("Server selection started",
+                       **_selection_fields(operation, selector, topology_description, operation_id))
 
 
-def server_selection_succeeded(operation: str, selector: Any, topology_description: Any, address: Any, *,
+def server_selection_succeeded(operation: Optional[str], selector: Any, topology_description: Any, address: Any, *,
                                operation_id: Optional[int] = None) -> LogMessage:
     host, port = split_address(address)
-    return _message("Server selection succeeded", **_selection_fields(
+    return log_message("Server selection succeeded", **_selection_fields(
         operation, selector, topology_description, operation_id), serverHost=host, serverPort=port)
 
 
-def server_selection_failed(operation: str, selector: Any, topology_description: Any, error: Any, *,
+def server_selection_failed(operation: Optional[str], selector: Any, topology_description: Any, error: Any, *,
                             operation_id: Optional[int] = None) -> LogMessage:
-    return _message("Server selection failed", **_selection_fields(
-        operation, selector, topology_description, operation_id), failure=format_failure(error))
+    return log_message("Server selection failed", **_selection_fields(
+        operation, selector, topology_description, operation_id), failure=error_text(error))
 
 
-def waiting_for_suitable_server(operation: str, selector: Any, topology_description: Any,
+def waiting_for_suitable_server(operation: Optional[str], selector: Any, topology_description: Any,
                                 remaining_time_ms: Optional[float], *,
                                 operation_id: Optional[int] = None) -> LogMessage:
     """Logged at INFO, once per operation."""
-    return _message("Waiting for suitable server to become available", **_selection_fields(
+    return log_message("Waiting for suitable server to become available", **_selection_fields(
         operation, selector, topology_description, operation_id), remainingTimeMS=remaining_time_ms)
 
 
@@ -385,7 +418,7 @@ def _render_selection(data: Mapping[str, Any]) -> str:
     if message == "Server selection started":
         return f"Server selection started {operation}. {tail}"
     if message == "Server selection succeeded":
-        return f"Server selection succeeded {operation}. Selected server: {_where(data)}. {tail}"
+        return f"Server selection succeeded {operation}. Selected server: {server_where(data)}. {tail}"
     if message == "Server selection failed":
         return f"Server selection failed {operation}. Failure: {data.get('failure')}. {tail}"
     remaining = f" Remaining time: {data['remainingTimeMS']} ms." if "remainingTimeMS" in data else ""
@@ -394,56 +427,52 @@ def _render_selection(data: Mapping[str, Any]) -> str:
 
 # -- topology -------------------------------------------------------------------------
 
+def _server_fields(topology_id: Any, address: Any) -> dict[str, Any]:
+    host, port = split_address(address)
+    return dict(topologyId=topology_id, serverHost=host, serverPort=port)
+
+
 def starting_topology_monitoring(topology_id: Any) -> LogMessage:
-    return _message("Starting topology monitoring", topologyId=topology_id)
+    return log_message("Starting topology monitoring", topologyId=topology_id)
 
 
 def stopped_topology_monitoring(topology_id: Any) -> LogMessage:
-    return _message("Stopped topology monitoring", topologyId=topology_id)
+    return log_message("Stopped topology monitoring", topologyId=topology_id)
 
 
 def starting_server_monitoring(topology_id: Any, address: Any) -> LogMessage:
-    host, port = split_address(address)
-    return _message("Starting server monitoring", topologyId=topology_id, serverHost=host, serverPort=port)
+    return log_message("Starting server monitoring", **_server_fields(topology_id, address))
 
 
 def stopped_server_monitoring(topology_id: Any, address: Any) -> LogMessage:
-    host, port = split_address(address)
-    return _message("Stopped server monitoring", topologyId=topology_id, serverHost=host, serverPort=port)
+    return log_message("Stopped server monitoring", **_server_fields(topology_id, address))
 
 
 def topology_description_changed(topology_id: Any, previous: Any, new: Any) -> LogMessage:
-    return _message("Topology description changed", topologyId=topology_id, previousDescription=str(previous),
-                    newDescription=str(new))
-
-
-def _heartbeat_fields(topology_id: Any, address: Any, awaited: bool, driver_connection_id: Optional[int],
-                      server_connection_id: Optional[int]) -> dict[str, Any]:
-    host, port = split_address(address)
-    return dict(topologyId=topology_id, serverHost=host, serverPort=port, awaited=awaited,
-                driverConnectionId=driver_connection_id, serverConnectionId=server_connection_id)
+    return log_message("Topology description changed", topologyId=topology_id,
+                       previousDescription=str(previous), newDescription=str(new))
 
 
 def heartbeat_started(topology_id: Any, address: Any, awaited: bool, *, driver_connection_id: Optional[int] = None,
                       server_connection_id: Optional[int] = None) -> LogMessage:
-    return _message("Server heartbeat started", **_heartbeat_fields(
-        topology_id, address, awaited, driver_connection_id, server_connection_id))
+    return log_message("Server heartbeat started", **_server_fields(topology_id, address), awaited=awaited,
+                       driverConnectionId=driver_connection_id, serverConnectionId=server_connection_id)
 
 
 def heartbeat_succeeded(topology_id: Any, address: Any, awaited: bool, duration: Duration,
                         reply: Mapping[str, Any], *, driver_connection_id: Optional[int] = None,
                         server_connection_id: Optional[int] = None, max_length: Optional[int] = None) -> LogMessage:
-    return _message("Server heartbeat succeeded", **_heartbeat_fields(
-        topology_id, address, awaited, driver_connection_id, server_connection_id),
-        durationMS=duration_ms(duration), reply=format_document(reply, max_length))
+    return log_message("Server heartbeat succeeded", **_server_fields(topology_id, address), awaited=awaited,
+                       durationMS=duration_ms(duration), reply=format_document(reply, max_length),
+                       driverConnectionId=driver_connection_id, serverConnectionId=server_connection_id)
 
 
 def heartbeat_failed(topology_id: Any, address: Any, awaited: bool, duration: Duration, error: Any, *,
-                     driver_connection_id: Optional[int] = None, server_connection_id: Optional[int] = None,
-                     max_length: Optional[int] = None) -> LogMessage:
-    return _message("Server heartbeat failed", **_heartbeat_fields(
-        topology_id, address, awaited, driver_connection_id, server_connection_id),
-        durationMS=duration_ms(duration), failure=format_failure(error, max_length=max_length))
+                     driver_connection_id: Optional[int] = None,
+                     server_connection_id: Optional[int] = None) -> LogMessage:
+    return log_message("Server heartbeat failed", **_server_fields(topology_id, address), awaited=awaited,
+                       durationMS=duration_ms(duration), failure=error_text(error),
+                       driverConnectionId=driver_connection_id, serverConnectionId=server_connection_id)
 
 
 def _render_topology(data: Mapping[str, Any]) -> str:
@@ -454,42 +483,26 @@ def _render_topology(data: Mapping[str, Any]) -> str:
     if message == "Stopped topology monitoring":
         return f"Stopped monitoring for {topology}"
     if message == "Starting server monitoring":
-        return f"Starting monitoring for server {_where(data)} in {topology}"
+        return f"Starting monitoring for server {server_where(data)} in {topology}"
     if message == "Stopped server monitoring":
-        return f"Stopped monitoring for server {_where(data)} in {topology}"
+        return f"Stopped monitoring for server {server_where(data)} in {topology}"
     if message == "Topology description changed":
         return (f"Description changed for {topology}. Previous description: {data.get('previousDescription')}. "
                 f"New description: {data.get('newDescription')}")
-    connection = "on connection"
-    if "driverConnectionId" in data:
-        connection += f" with driver-generated ID {data['driverConnectionId']}"
-        if "serverConnectionId" in data:
-            connection += f" and server-generated ID {data['serverConnectionId']}"
-    elif "serverConnectionId" in data:
-        connection += f" with server-generated ID {data['serverConnectionId']}"
+    where = f"{server_where(data)} on connection{_connection_ids(data)} in {topology}"
     awaited = f"Awaited: {data.get('awaited')}"
     if message == "Server heartbeat started":
-        return f"Heartbeat started for {_where(data)} {connection} in {topology}. {awaited}"
-    took = f"in {data.get('durationMS', 0)} ms for {_where(data)} {connection} in {topology}. {awaited}"
+        return f"Heartbeat started for {where}. {awaited}"
+    took = f"in {data.get('durationMS', 0):.3f} ms for {where}. {awaited}"
     if message == "Server heartbeat succeeded":
         return f"Heartbeat succeeded {took}. Reply: {data.get('reply')}"
     return f"Heartbeat failed {took}. Failure: {data.get('failure')}"
 
 
-_RENDERERS = {
-    "Command started": _render_command,
-    "Command succeeded": _render_command,
-    "Command failed": _render_command,
-    "Server selection started": _render_selection,
-    "Server selection succeeded": _render_selection,
-    "Server selection failed": _render_selection,
-    "Waiting for suitable server to become available": _render_selection,
-    "Starting topology monitoring": _render_topology,
-    "Stopped topology monitoring": _render_topology,
-    "Starting server monitoring": _render_topology,
-    "Stopped server monitoring": _render_topology,
-    "Topology description changed": _render_topology,
-    "Server heartbeat started": _render_topology,
-    "Server heartbeat succeeded": _render_topology,
-    "Server heartbeat failed": _render_topology,
-}
+_RENDERERS: dict[str, Renderer] = {}
+register_renderer(_render_command, "Command started", "Command succeeded", "Command failed")
+register_renderer(_render_selection, "Server selection started", "Server selection succeeded",
+                  "Server selection failed", "Waiting for suitable server to become available")
+register_renderer(_render_topology, "Starting topology monitoring", "Stopped topology monitoring",
+                  "Starting server monitoring", "Stopped server monitoring", "Topology description changed",
+                  "Server heartbeat started", "Server heartbeat succeeded", "Server heartbeat failed")

@@ -1,12 +1,14 @@
 """The CMAP spec's standardized log messages, on the ``greenmongo.connection`` logger.
 
-Every message is logged at DEBUG with a :class:`StructuredMessage` as the
-record's ``msg``: a dict holding the spec's exact field names
-(``message``, ``serverHost``, ``serverPort``, ``driverConnectionId``,
-``durationMS``, ...), whose ``str()`` is the spec's unstructured sentence.
-Handlers that format records print the sentence; code that wants the fields
-(the unified test runner, JSON log shippers) reads ``record.msg`` as a
-mapping. Absent optional fields are omitted, never logged as null.
+Every message is logged at DEBUG with a :class:`StructuredMessage` (the
+shared ``greenmongo.logging_format.LogMessage``) as the record's ``msg``: a
+dict holding the spec's exact field names (``message``, ``serverHost``,
+``serverPort``, ``driverConnectionId``, ``durationMS``, ...), whose ``str()``
+is the spec's unstructured sentence, written here and registered with
+``logging_format``. Handlers that format records print the sentence; code that
+wants the fields (the unified test runner, JSON log shippers) reads
+``record.msg`` as a mapping. Absent optional fields are omitted, never logged
+as null.
 
 Callers check :meth:`ConnectionLogger.enabled` first, so a disabled logger
 costs one cached level lookup.
@@ -17,7 +19,20 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Optional
 
-CONNECTION_LOGGER = logging.getLogger("greenmongo.connection")
+from greenmongo.logging_format import (
+    CONNECTION,
+    LOGGER_NAMES,
+    LogMessage,
+    duration_ms,
+    error_text,
+    log_message,
+    register_renderer,
+    server_where,
+    service_id_text,
+    split_address,
+)
+
+CONNECTION_LOGGER = logging.getLogger(LOGGER_NAMES[CONNECTION])
 
 _DEBUG = logging.DEBUG
 
@@ -37,28 +52,8 @@ CHECKOUT_FAILED_REASON_TEXT = {
 _POOL_OPTION_KEYS = ("maxIdleTimeMS", "minPoolSize", "maxPoolSize", "maxConnecting",
                      "waitQueueTimeoutMS", "waitQueueSize", "waitQueueMultiple")
 
-
-class StructuredMessage(dict):
-    """The structured fields of one log message; ``str()`` renders the spec's sentence."""
-
-    def __str__(self) -> str:
-        return _render(self)
-
-
-def split_address(address: Any) -> tuple[str, Optional[int]]:
-    """(serverHost, serverPort); the port is None for a Unix domain socket path."""
-    if isinstance(address, tuple):
-        host, port = address[0], (address[1] if len(address) > 1 else None)
-        if isinstance(host, str) and host.endswith(".sock"):
-            return host, None
-        return str(host), port
-    text = str(address)
-    if text.endswith(".sock"):
-        return text, None
-    host, sep, port = text.rpartition(":")
-    if sep and port.isdigit():
-        return host.strip("[]"), int(port)
-    return text, 27017
+#: The CMAP name of the shared message class.
+StructuredMessage = LogMessage
 
 
 class ConnectionLogger:
@@ -74,13 +69,7 @@ class ConnectionLogger:
         return self._logger.isEnabledFor(_DEBUG)
 
     def _emit(self, message: str, **fields: Any) -> None:
-        data = StructuredMessage(message=message, serverHost=self._host)
-        if self._port is not None:
-            data["serverPort"] = self._port
-        for key, value in fields.items():
-            if value is not None:
-                data[key] = value
-        self._logger.debug(data)
+        self._logger.debug(log_message(message, serverHost=self._host, serverPort=self._port, **fields))
 
     def pool_created(self, options: Mapping[str, Any]) -> None:
         self._emit("Connection pool created",
@@ -90,8 +79,7 @@ class ConnectionLogger:
         self._emit("Connection pool ready")
 
     def pool_cleared(self, service_id: Any = None) -> None:
-        self._emit("Connection pool cleared",
-                   serviceId=None if service_id is None else _hex(service_id))
+        self._emit("Connection pool cleared", serviceId=service_id_text(service_id))
 
     def pool_closed(self) -> None:
         self._emit("Connection pool closed")
@@ -100,12 +88,12 @@ class ConnectionLogger:
         self._emit("Connection created", driverConnectionId=connection_id)
 
     def connection_ready(self, connection_id: int, duration: float) -> None:
-        self._emit("Connection ready", driverConnectionId=connection_id, durationMS=duration * 1000.0)
+        self._emit("Connection ready", driverConnectionId=connection_id, durationMS=duration_ms(duration))
 
     def connection_closed(self, connection_id: int, reason: str, error: Optional[BaseException] = None) -> None:
         self._emit("Connection closed", driverConnectionId=connection_id,
                    reason=CLOSED_REASON_TEXT.get(reason, reason),
-                   error=None if error is None else _error_text(error))
+                   error=None if error is None else error_text(error))
 
     def checkout_started(self) -> None:
         self._emit("Connection checkout started")
@@ -113,34 +101,20 @@ class ConnectionLogger:
     def checkout_failed(self, reason: str, duration: float, error: Optional[BaseException] = None) -> None:
         self._emit("Connection checkout failed",
                    reason=CHECKOUT_FAILED_REASON_TEXT.get(reason, reason),
-                   error=None if error is None else _error_text(error),
-                   durationMS=duration * 1000.0)
+                   error=None if error is None else error_text(error),
+                   durationMS=duration_ms(duration))
 
     def checked_out(self, connection_id: int, duration: float) -> None:
-        self._emit("Connection checked out", driverConnectionId=connection_id, durationMS=duration * 1000.0)
+        self._emit("Connection checked out", driverConnectionId=connection_id, durationMS=duration_ms(duration))
 
     def checked_in(self, connection_id: int) -> None:
         self._emit("Connection checked in", driverConnectionId=connection_id)
 
 
-def _hex(service_id: Any) -> str:
-    binary = getattr(service_id, "binary", None)
-    if isinstance(binary, (bytes, bytearray)):
-        return bytes(binary).hex()
-    return str(service_id)
-
-
-def _error_text(error: BaseException) -> str:
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
 def _render(data: Mapping[str, Any]) -> str:
     """The spec's unstructured sentence for ``data``; missing optional segments are left out."""
     message = data.get("message", "")
-    where = data.get("serverHost", "")
-    if "serverPort" in data:
-        where = f"{where}:{data['serverPort']}"
+    where = server_where(data)
     conn_id = data.get("driverConnectionId")
     if message == "Connection pool created":
         options = ", ".join(f"{key}={data[key]}" for key in _POOL_OPTION_KEYS if key in data)
@@ -172,4 +146,10 @@ def _render(data: Mapping[str, Any]) -> str:
                 f"duration={data.get('durationMS', 0):.3f} ms")
     if message == "Connection checked in":
         return f"Connection checked in: address={where}, driver-generated ID={conn_id}"
-    return str(dict(data))
+    return repr(dict(data))
+
+
+register_renderer(_render, "Connection pool created", "Connection pool ready", "Connection pool cleared",
+                  "Connection pool closed", "Connection created", "Connection ready", "Connection closed",
+                  "Connection checkout started", "Connection checkout failed", "Connection checked out",
+                  "Connection checked in")

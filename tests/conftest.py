@@ -37,3 +37,23 @@ def fresh_server():
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def recorder():
+    """A tests.api_support.Recorder: every command event of the ``client`` fixture, in order."""
+    from tests.api_support import Recorder
+
+    return Recorder()
+
+
+@pytest.fixture
+def client(server_uri, recorder):
+    """A MongoClient on the session's server whose command events go to ``recorder``; closed afterwards."""
+    from greenmongo import MongoClient
+
+    client = MongoClient(server_uri, event_listeners=[recorder])
+    try:
+        yield client
+    finally:
+        client.close()

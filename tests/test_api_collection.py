@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
-
 import gevent
 import pytest
 
-from greenmongo import MongoClient
 from greenmongo.collection import Collection, ReturnDocument
 from greenmongo.errors import (
     BulkWriteError,
@@ -19,7 +16,6 @@ from greenmongo.errors import (
     OperationFailure,
     WriteError,
 )
-from greenmongo.monitoring import CommandListener
 from greenmongo.operations import (
     DeleteMany,
     DeleteOne,
@@ -34,60 +30,14 @@ from greenmongo.operations.results import BulkWriteResult, DeleteResult, InsertM
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ReadPreference
 from greenmongo.options.write_concern import WriteConcern
-
-_database_numbers = itertools.count()
-
-
-class Recorder(CommandListener):
-    """Every command event, in order."""
-
-    def __init__(self) -> None:
-        self.started_events: list = []
-        self.succeeded_events: list = []
-        self.failed_events: list = []
-
-    def started(self, event) -> None:
-        self.started_events.append(event)
-
-    def succeeded(self, event) -> None:
-        self.succeeded_events.append(event)
-
-    def failed(self, event) -> None:
-        self.failed_events.append(event)
-
-    def clear(self) -> None:
-        self.started_events.clear()
-        self.succeeded_events.clear()
-        self.failed_events.clear()
-
-    def commands(self, name: str) -> list:
-        return [event.command for event in self.started_events if event.command_name == name]
-
-    def names(self) -> list:
-        return [event.command_name for event in self.started_events]
-
-
-@pytest.fixture
-def recorder() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def client(server_uri, recorder):
-    client = MongoClient(server_uri, event_listeners=[recorder])
-    try:
-        yield client
-    finally:
-        client.close()
+from tests.api_support import scratch_database
 
 
 @pytest.fixture
 def db(client, recorder):
-    name = f"api_coll_{next(_database_numbers)}"
-    client.drop_database(name)
-    recorder.clear()
-    yield client[name]
-    client.drop_database(name)
+    with scratch_database(client, "api_coll_") as database:
+        recorder.clear()
+        yield database
 
 
 @pytest.fixture

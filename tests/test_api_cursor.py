@@ -3,70 +3,24 @@
 from __future__ import annotations
 
 import gc
-import itertools
 
 import gevent
 import pytest
 
-from greenmongo import MongoClient, bson
+from greenmongo import bson
 from greenmongo.command_cursor import CommandCursor, RawBatchCommandCursor
 from greenmongo.cursor import Cursor, CursorType, RawBatchCursor
 from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure
-from greenmongo.monitoring import CommandListener
-
-_database_numbers = itertools.count()
-
-
-class Recorder(CommandListener):
-    """Every command event, in order."""
-
-    def __init__(self) -> None:
-        self.started_events: list = []
-        self.succeeded_events: list = []
-
-    def started(self, event) -> None:
-        self.started_events.append(event)
-
-    def succeeded(self, event) -> None:
-        self.succeeded_events.append(event)
-
-    def failed(self, event) -> None:
-        pass
-
-    def clear(self) -> None:
-        self.started_events.clear()
-        self.succeeded_events.clear()
-
-    def commands(self, name: str) -> list:
-        return [event.command for event in self.started_events if event.command_name == name]
-
-    def names(self) -> list:
-        return [event.command_name for event in self.started_events]
-
-
-@pytest.fixture
-def recorder() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def client(server_uri, recorder):
-    client = MongoClient(server_uri, event_listeners=[recorder])
-    try:
-        yield client
-    finally:
-        client.close()
+from tests.api_support import scratch_database
 
 
 @pytest.fixture
 def coll(client, recorder):
-    name = f"api_cursor_{next(_database_numbers)}"
-    client.drop_database(name)
-    collection = client[name].items
-    collection.insert_many([{"_id": i, "x": i, "y": i % 3, "s": "abc"[i % 3]} for i in range(25)])
-    recorder.clear()
-    yield collection
-    client.drop_database(name)
+    with scratch_database(client, "api_cursor_") as database:
+        collection = database.items
+        collection.insert_many([{"_id": i, "x": i, "y": i % 3, "s": "abc"[i % 3]} for i in range(25)])
+        recorder.clear()
+        yield collection
 
 
 # -- batching ------------------------------------------------------------------------------------------

@@ -2,73 +2,25 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
-from greenmongo import MongoClient
 from greenmongo.bson import DBRef, RawBSONDocument
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.collection import Collection
 from greenmongo.command_cursor import CommandCursor
 from greenmongo.database import Database
 from greenmongo.errors import CollectionInvalid, InvalidName, InvalidOperation, OperationFailure, WriteError
-from greenmongo.monitoring import CommandListener
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ReadPreference
 from greenmongo.options.write_concern import WriteConcern
-
-_database_numbers = itertools.count()
-
-
-class Recorder(CommandListener):
-    """Every command event, in order."""
-
-    def __init__(self) -> None:
-        self.started_events: list = []
-        self.failed_events: list = []
-
-    def started(self, event) -> None:
-        self.started_events.append(event)
-
-    def succeeded(self, event) -> None:
-        pass
-
-    def failed(self, event) -> None:
-        self.failed_events.append(event)
-
-    def clear(self) -> None:
-        self.started_events.clear()
-        self.failed_events.clear()
-
-    def commands(self, name: str) -> list:
-        return [event.command for event in self.started_events if event.command_name == name]
-
-    def names(self) -> list:
-        return [event.command_name for event in self.started_events]
-
-
-@pytest.fixture
-def recorder() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def client(server_uri, recorder):
-    client = MongoClient(server_uri, event_listeners=[recorder])
-    try:
-        yield client
-    finally:
-        client.close()
+from tests.api_support import scratch_database
 
 
 @pytest.fixture
 def db(client, recorder):
-    name = f"api_db_{next(_database_numbers)}"
-    client.drop_database(name)
-    recorder.clear()
-    yield client[name]
-    client.drop_database(name)
+    with scratch_database(client, "api_db_") as database:
+        recorder.clear()
+        yield database
 
 
 def test_attributes_options_and_collections(client, db):

@@ -35,21 +35,19 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.errors import BulkWriteError, InvalidOperation, OperationFailure
-from greenmongo.operations.arguments import validate_boolean, validate_is_document_type, validate_is_mapping
+from greenmongo.operations.arguments import validate_boolean, validate_is_document_type
 from greenmongo.operations.base import (
     Command,
     DocumentSequence,
     Operation,
     WireInfo,
     encode_document,
-    raw_data_field,
     reply_codec_options,
-    write_concern_field,
 )
 from greenmongo.operations.replies import RETRYABLE_WRITE_ERROR_CODES, write_concern_error_document
 from greenmongo.operations.requests import DELETE, INSERT, UPDATE, WRITE_MODEL_TYPES, InsertOne, ensure_id
 from greenmongo.operations.results import BulkWriteResult, InsertManyResult
-from greenmongo.operations.write import check_unacknowledged_options
+from greenmongo.operations.write import check_unacknowledged_options, validate_write_options, write_command_body
 from greenmongo.options.write_concern import DEFAULT_WRITE_CONCERN, WriteConcern
 from greenmongo.wire.batching import COMMAND_OVERHEAD, WireLimits, iter_batches, op_msg_overhead
 
@@ -115,10 +113,7 @@ class BulkWrite:
                  let: Optional[Mapping[str, Any]] = None, write_concern: Optional[WriteConcern] = None,
                  codec_options: Optional[CodecOptions] = None, raw_data: Optional[bool] = None) -> None:
         validate_boolean("ordered", ordered)
-        if bypass_document_validation is not None:
-            validate_boolean("bypass_document_validation", bypass_document_validation)
-        if let is not None:
-            validate_is_mapping("let", let)
+        validate_write_options(bypass_document_validation, let)
         if not isinstance(requests, abc.Iterable) or isinstance(requests, (abc.Mapping, str, bytes)):
             raise TypeError(f"requests must be a list, not {type(requests).__name__}")
         self.dbname = dbname
@@ -195,16 +190,10 @@ class BulkWrite:
             check_unacknowledged_options(model.kind, wire, hint=model.uses_hint, sort=model.uses_sort)
 
     def _body(self, kind: str, write_concern: WriteConcern, wire: WireInfo) -> dict[str, Any]:
-        body: dict[str, Any] = {kind: self.collection, "ordered": self.ordered}
-        write_concern_field(body, write_concern)
-        if self.bypass_document_validation is not None:
-            body["bypassDocumentValidation"] = self.bypass_document_validation
-        if self.comment is not None:
-            body["comment"] = self.comment
-        if self.let is not None and kind != INSERT:
-            body["let"] = self.let
-        raw_data_field(body, self.raw_data, wire)
-        return body
+        return write_command_body(kind, self.collection, self.ordered, write_concern, wire,
+                                  bypass_document_validation=self.bypass_document_validation,
+                                  comment=self.comment, let=None if kind == INSERT else self.let,
+                                  raw_data=self.raw_data)
 
     def _next_range(self, run: _Run, wire: WireInfo) -> tuple[int, int]:
         if run._plan is None:

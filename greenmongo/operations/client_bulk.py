@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping, NoReturn, Optional
 
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.errors import ClientBulkWriteException, DocumentTooLarge, InvalidOperation
-from greenmongo.operations.arguments import validate_boolean, validate_is_mapping
+from greenmongo.operations.arguments import validate_boolean
 from greenmongo.operations.base import (
     Command,
     DocumentSequence,
@@ -44,6 +44,7 @@ from greenmongo.operations.cursor_state import CursorState
 from greenmongo.operations.replies import write_concern_error_document
 from greenmongo.operations.requests import DELETE, INSERT, UPDATE, WRITE_MODEL_TYPES, ensure_id
 from greenmongo.operations.results import ClientBulkWriteResult, DeleteResult, InsertOneResult, UpdateResult
+from greenmongo.operations.write import validate_write_options, write_option_fields
 from greenmongo.options.write_concern import DEFAULT_WRITE_CONCERN, WriteConcern
 from greenmongo.wire.batching import COMMAND_OVERHEAD
 
@@ -63,10 +64,7 @@ class ClientBulkWrite:
         validate_boolean("ordered", ordered)
         if verbose_results is not None:
             validate_boolean("verbose_results", verbose_results)
-        if bypass_document_validation is not None:
-            validate_boolean("bypass_document_validation", bypass_document_validation)
-        if let is not None:
-            validate_is_mapping("let", let)
+        validate_write_options(bypass_document_validation, let)
         self.models = list(models)
         if not self.models:
             raise InvalidOperation("MongoClient.bulk_write requires at least one write model")
@@ -107,12 +105,7 @@ class ClientBulkWrite:
 
     def _body(self, wire: WireInfo) -> dict[str, Any]:
         body: dict[str, Any] = {"bulkWrite": 1, "errorsOnly": self.errors_only, "ordered": self.ordered}
-        if self.bypass_document_validation is not None:
-            body["bypassDocumentValidation"] = self.bypass_document_validation
-        if self.comment is not None:
-            body["comment"] = self.comment
-        if self.let is not None:
-            body["let"] = self.let
+        write_option_fields(body, self.bypass_document_validation, self.comment, self.let)
         write_concern_field(body, self.write_concern)
         raw_data_field(body, self.raw_data, wire)
         return body

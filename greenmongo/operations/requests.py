@@ -43,6 +43,33 @@ def ensure_id(document: Any) -> Any:
     return document["_id"]
 
 
+def update_statement(filter: Any, update: Any, *, multi: bool, upsert: Optional[bool], collation: Any,
+                     array_filters: Optional[list], hint: Any, sort: Any) -> dict[str, Any]:
+    """One entry of an ``update`` command's ``updates``; options that are None are left out."""
+    statement: dict[str, Any] = {"q": filter, "u": update, "multi": multi}
+    if upsert is not None:
+        statement["upsert"] = upsert
+    if collation is not None:
+        statement["collation"] = collation
+    if array_filters is not None:
+        statement["arrayFilters"] = array_filters
+    if hint is not None:
+        statement["hint"] = hint
+    if sort is not None:
+        statement["sort"] = sort
+    return statement
+
+
+def delete_statement(filter: Any, *, multi: bool, collation: Any, hint: Any) -> dict[str, Any]:
+    """One entry of a ``delete`` command's ``deletes`` (limit 0 deletes every match); None options left out."""
+    statement: dict[str, Any] = {"q": filter, "limit": 0 if multi else 1}
+    if collation is not None:
+        statement["collation"] = collation
+    if hint is not None:
+        statement["hint"] = hint
+    return statement
+
+
 def _validate_namespace(namespace: Optional[str]) -> Optional[str]:
     if namespace is None:
         return None
@@ -161,12 +188,7 @@ class _DeleteModel(_WriteModel):
         return fields if self._namespace is None else fields + (self._namespace,)
 
     def _statement(self) -> dict[str, Any]:
-        statement: dict[str, Any] = {"q": self._filter, "limit": 0 if self.multi else 1}
-        if self._collation is not None:
-            statement["collation"] = self._collation
-        if self._hint is not None:
-            statement["hint"] = self._hint
-        return statement
+        return delete_statement(self._filter, multi=self.multi, collation=self._collation, hint=self._hint)
 
     def _client_op(self, namespace_index: int) -> dict[str, Any]:
         op: dict[str, Any] = {"delete": namespace_index, "filter": self._filter, "multi": self.multi}
@@ -224,18 +246,9 @@ class _UpdateModel(_WriteModel):
             validate_update(self._doc)
 
     def _statement(self) -> dict[str, Any]:
-        statement: dict[str, Any] = {"q": self._filter, "u": self._doc, "multi": self.multi}
-        if self._upsert is not None:
-            statement["upsert"] = self._upsert
-        if self._collation is not None:
-            statement["collation"] = self._collation
-        if self._array_filters is not None:
-            statement["arrayFilters"] = self._array_filters
-        if self._hint is not None:
-            statement["hint"] = self._hint
-        if self._sort is not None:
-            statement["sort"] = self._sort
-        return statement
+        return update_statement(self._filter, self._doc, multi=self.multi, upsert=self._upsert,
+                                collation=self._collation, array_filters=self._array_filters, hint=self._hint,
+                                sort=self._sort)
 
     def _client_op(self, namespace_index: int) -> dict[str, Any]:
         op: dict[str, Any] = {"update": namespace_index, "filter": self._filter, "updateMods": self._doc,

@@ -38,7 +38,7 @@ from greenmongo.operations.base import (
     write_concern_field,
 )
 from greenmongo.operations.replies import check_write_reply
-from greenmongo.operations.requests import ensure_id
+from greenmongo.operations.requests import delete_statement, ensure_id, update_statement
 from greenmongo.operations.results import DeleteResult, InsertOneResult, UpdateResult
 from greenmongo.options.write_concern import DEFAULT_WRITE_CONCERN, WriteConcern
 
@@ -56,6 +56,36 @@ def check_unacknowledged_options(kind: str, wire: WireInfo, *, hint: bool = Fals
                                  "commands.")
 
 
+def validate_write_options(bypass_document_validation: Optional[bool], let: Optional[Mapping[str, Any]]) -> None:
+    """PyMongo's checks of the options every write command (single, bulk, client bulk) shares."""
+    if bypass_document_validation is not None:
+        validate_boolean("bypass_document_validation", bypass_document_validation)
+    if let is not None:
+        validate_is_mapping("let", let)
+
+
+def write_option_fields(body: dict[str, Any], bypass_document_validation: Optional[bool], comment: Any,
+                        let: Optional[Mapping[str, Any]]) -> None:
+    """``bypassDocumentValidation``, ``comment`` and ``let``, each only when given."""
+    if bypass_document_validation is not None:
+        body["bypassDocumentValidation"] = bypass_document_validation
+    if comment is not None:
+        body["comment"] = comment
+    if let is not None:
+        body["let"] = let
+
+
+def write_command_body(kind: str, collection: str, ordered: bool, write_concern: WriteConcern, wire: WireInfo, *,
+                       bypass_document_validation: Optional[bool], comment: Any, let: Optional[Mapping[str, Any]],
+                       raw_data: Optional[bool]) -> dict[str, Any]:
+    """An ``insert``/``update``/``delete`` command's fields around its document sequence."""
+    body: dict[str, Any] = {kind: collection, "ordered": ordered}
+    write_concern_field(body, write_concern)
+    write_option_fields(body, bypass_document_validation, comment, let)
+    raw_data_field(body, raw_data, wire)
+    return body
+
+
 class WriteCommandOperation(Operation[Any]):
     """Shared fields of insert/update/delete: write concern, comment, let, bypass, rawData."""
 
@@ -68,10 +98,7 @@ class WriteCommandOperation(Operation[Any]):
                  let: Optional[Mapping[str, Any]] = None, codec_options: Optional[CodecOptions] = None,
                  raw_data: Optional[bool] = None) -> None:
         super().__init__(dbname, codec_options=reply_codec_options(codec_options))
-        if bypass_document_validation is not None:
-            validate_boolean("bypass_document_validation", bypass_document_validation)
-        if let is not None:
-            validate_is_mapping("let", let)
+        validate_write_options(bypass_document_validation, let)
         self.collection = collection
         self.write_concern = write_concern or DEFAULT_WRITE_CONCERN
         self.bypass_document_validation = bypass_document_validation
@@ -85,16 +112,9 @@ class WriteCommandOperation(Operation[Any]):
         return self.write_concern.acknowledged
 
     def _body(self, wire: WireInfo) -> dict[str, Any]:
-        body: dict[str, Any] = {self.name: self.collection, "ordered": True}
-        write_concern_field(body, self.write_concern)
-        if self.bypass_document_validation is not None:
-            body["bypassDocumentValidation"] = self.bypass_document_validation
-        if self.comment is not None:
-            body["comment"] = self.comment
-        if self.let is not None:
-            body["let"] = self.let
-        raw_data_field(body, self.raw_data, wire)
-        return body
+        return write_command_body(self.name, self.collection, True, self.write_concern, wire,
+                                  bypass_document_validation=self.bypass_document_validation,
+                                  comment=self.comment, let=self.let, raw_data=self.raw_data)
 
     def _command(self, wire: WireInfo, statement: Mapping[str, Any]) -> Command:
         sequence = DocumentSequence.encode(self.statement_field, [statement], self.encode_options)
@@ -160,18 +180,9 @@ class UpdateOperation(WriteCommandOperation):
         self.retryable = not multi
 
     def statement(self) -> dict[str, Any]:
-        statement: dict[str, Any] = {"q": self.filter, "u": self.update, "multi": self.multi}
-        if self.upsert is not None:
-            statement["upsert"] = self.upsert
-        if self.collation is not None:
-            statement["collation"] = self.collation
-        if self.array_filters is not None:
-            statement["arrayFilters"] = self.array_filters
-        if self.hint is not None:
-            statement["hint"] = self.hint
-        if self.sort is not None:
-            statement["sort"] = self.sort
-        return statement
+        return update_statement(self.filter, self.update, multi=self.multi, upsert=self.upsert,
+                                collation=self.collation, array_filters=self.array_filters, hint=self.hint,
+                                sort=self.sort)
 
     def build(self, wire: WireInfo) -> Command:
         if not self.acknowledged:
@@ -206,12 +217,7 @@ class DeleteOperation(WriteCommandOperation):
         self.retryable = not multi
 
     def statement(self) -> dict[str, Any]:
-        statement: dict[str, Any] = {"q": self.filter, "limit": 0 if self.multi else 1}
-        if self.collation is not None:
-            statement["collation"] = self.collation
-        if self.hint is not None:
-            statement["hint"] = self.hint
-        return statement
+        return delete_statement(self.filter, multi=self.multi, collation=self.collation, hint=self.hint)
 
     def build(self, wire: WireInfo) -> Command:
         if not self.acknowledged:

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from time import monotonic
 from typing import TYPE_CHECKING, Any, Optional
 
 import gevent
 from gevent.event import Event
 from gevent.hub import get_hub
 
-from greenmongo.pool.model import PoolState, close_quietly
+from greenmongo.pool.model import PoolState
 from greenmongo.pool_logging import CONNECTION_LOGGER
 
 if TYPE_CHECKING:
@@ -105,20 +104,14 @@ class BackgroundMaintenance:
         self._populators.add(me)
         try:
             try:
-                conn = self._establish(record, self._populate_failed)
+                self._establish(record, self._populate_failed)
             except BaseException:
                 return  # already accounted for and announced by _establish
             # Established: make it available (or hand it to a waiter) and free the
             # connecting slot in one step, before any listener runs.
             self._pending -= 1
             self._pending_for_pool -= 1
-            reason = self._return_reason(record)
-            if reason is None:
-                record.last_used = monotonic()
-                self._hand_off(record)
-            else:
-                self._forget(record)
-                close_quietly(conn)
+            reason = self._keep_or_close(record)
             self._dispatch_slots()
             self._event_ready(record)
             if reason is not None:

@@ -182,13 +182,7 @@ class Pool(PoolEvents, BackgroundMaintenance):
         if record.pinned:
             self._pinned[record.pinned] -= 1
             record.pinned = None
-        reason = self._return_reason(record)
-        if reason is None:
-            record.last_used = monotonic()
-            self._hand_off(record)
-        else:
-            self._forget(record)
-            close_quietly(conn)
+        reason = self._keep_or_close(record)
         if self._publish or self._log.enabled():
             try:
                 self._event_checked_in(record.id)
@@ -491,6 +485,19 @@ class Pool(PoolEvents, BackgroundMaintenance):
         if record.conn.closed:
             return _Closed.ERROR
         return None
+
+    def _keep_or_close(self, record: PooledConnection) -> Optional[str]:
+        """After use: back in service with its idle clock reset (to a waiter, else available), or out
+        of the pool's count and closed. Returns the reason it was closed, None if kept; the caller
+        announces it."""
+        reason = self._return_reason(record)
+        if reason is None:
+            record.last_used = monotonic()
+            self._hand_off(record)
+        else:
+            self._forget(record)
+            close_quietly(record.conn)
+        return reason
 
     def _hand_off(self, record: PooledConnection) -> None:
         """A usable connection: to the first waiter if any, else onto the available stack."""

@@ -1,0 +1,52 @@
+"""What the public-API integration tests share: a command event recorder and scratch databases.
+
+The ``recorder`` and ``client`` fixtures built on these live in tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import Any, Iterator
+
+from greenmongo.monitoring import CommandListener
+
+_database_numbers = itertools.count()
+
+
+class Recorder(CommandListener):
+    """Every command event, in order."""
+
+    def __init__(self) -> None:
+        self.started_events: list = []
+        self.succeeded_events: list = []
+        self.failed_events: list = []
+
+    def started(self, event) -> None:
+        self.started_events.append(event)
+
+    def succeeded(self, event) -> None:
+        self.succeeded_events.append(event)
+
+    def failed(self, event) -> None:
+        self.failed_events.append(event)
+
+    def clear(self) -> None:
+        self.started_events.clear()
+        self.succeeded_events.clear()
+        self.failed_events.clear()
+
+    def commands(self, name: str) -> list:
+        return [event.command for event in self.started_events if event.command_name == name]
+
+    def names(self) -> list:
+        return [event.command_name for event in self.started_events]
+
+
+@contextlib.contextmanager
+def scratch_database(client: Any, prefix: str) -> Iterator[Any]:
+    """A database named ``<prefix><n>`` (unique in this session), dropped before and after use."""
+    name = f"{prefix}{next(_database_numbers)}"
+    client.drop_database(name)
+    yield client[name]
+    client.drop_database(name)
