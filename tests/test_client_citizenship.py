@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import gevent
+import gevent.socket
 import pytest
 from gevent import monkey
 
@@ -23,23 +24,33 @@ def test_use_from_another_os_thread_fails_fast(server_uri: str) -> None:
     client = MongoClient(server_uri)
     try:
         client.admin.command("ping")
-        real_thread = monkey.get_original("threading", "Thread")  # a true OS thread, patched or not
-        outcome: list = []
+        # A true OS thread, patched process or not (patched threading would give us a greenlet).
+        start_new_thread = monkey.get_original("_thread", "start_new_thread")
+        read, write = os.pipe()
 
         def other_thread() -> None:
             try:
                 client.admin.command("ping")
-                outcome.append("no error")
+                result = "no error"
             except InvalidOperation as exc:
-                outcome.append(str(exc))
+                result = str(exc)
             except BaseException as exc:  # noqa: BLE001 - anything else is the failure we look for
-                outcome.append(repr(exc))
+                result = repr(exc)
+            os.write(write, result.encode())
+            os.close(write)
 
-        thread = real_thread(target=other_thread)
-        thread.start()
-        thread.join(10)
-        assert not thread.is_alive(), "use from another thread hung"
-        assert outcome and "another OS thread" in outcome[0], outcome
+        start_new_thread(other_thread, ())
+        chunks = []
+        with gevent.Timeout(10, AssertionError("use from another thread hung")):
+            while True:
+                gevent.socket.wait_read(read)
+                chunk = os.read(read, 4096)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        os.close(read)
+        outcome = b"".join(chunks).decode()
+        assert "another OS thread" in outcome, outcome
         assert client.admin.command("ping")["ok"] == 1  # still fine on its own thread
     finally:
         client.close()
