@@ -26,6 +26,7 @@ from greenmongo.operations.client_bulk import ClientBulkWrite
 from greenmongo.operations.cursor_state import KillCursorsOperation
 from greenmongo.operations.databases import DropDatabaseOperation, ListDatabasesOperation
 from greenmongo.options.client_options import ClientOptions
+from greenmongo.session import ClientSession, ServerSessionPool, SessionOptions
 from greenmongo.topology.topology import Topology, _abandon
 
 _LIVE_CLIENTS: "weakref.WeakSet[MongoClient]" = weakref.WeakSet()
@@ -60,9 +61,11 @@ class MongoClient:
         self._pid = os.getpid()
         self._closed = False
         self._pending_kills: deque = deque()
+        self._server_sessions = ServerSessionPool()
+        self._cluster_time: Optional[Mapping[str, Any]] = None
         self._topology = Topology.from_options(self._options)
         self._executor = Executor(self._topology, self._options.event_listeners,
-                                  retry_reads=self._options.retry_reads)
+                                  retry_reads=self._options.retry_reads, sessions=self)
         _LIVE_CLIENTS.add(self)
         if connect is None or connect:
             self._topology.open()
@@ -150,7 +153,7 @@ class MongoClient:
             filter=options.pop("filter", None), name_only=options.pop("nameOnly", None),
             authorized_databases=options.pop("authorizedDatabases", None), comment=comment,
             codec_options=self.codec_options, extra=options)
-        state = self._executor.execute(operation)
+        state = self._executor.execute(operation, session=session)
         return CommandCursor(self, state, codec_options=self.codec_options)
 
     def list_database_names(self, session: Any = None, comment: Any = None) -> list:
@@ -163,7 +166,8 @@ class MongoClient:
             raise TypeError("name_or_database must be an instance of str or a Database")
         if not name:
             raise InvalidName("database name cannot be empty")
-        self._executor.execute(DropDatabaseOperation(name, write_concern=self.write_concern, comment=comment))
+        self._executor.execute(DropDatabaseOperation(name, write_concern=self.write_concern, comment=comment),
+                               session=session)
 
     def server_info(self, session: Any = None) -> dict:
         return self.admin.command("buildinfo", session=session)
@@ -184,18 +188,46 @@ class MongoClient:
                 batch = bulk.next_batch(executor._current_wire_info())
                 if batch is None:
                     break
-                results = executor.execute(batch)  # a cursor over the per-operation results, or None
+                results = executor.execute(batch, session=session)  # a cursor over per-operation results
                 try:
                     while results is not None and results.needs_get_more:
                         batch.record_results(executor.execute(results.get_more_operation(),
-                                                              address=results.address))
+                                                              address=results.address, session=results.session))
                 finally:
                     kill = results.close() if results is not None else None
                     if kill is not None:
-                        executor.execute(kill, address=results.address)
+                        executor.execute(kill, address=results.address, session=results.session)
+                    if results is not None and results.session is not None and results.session._implicit:
+                        results.session.end_session()
         except Exception as exc:
             bulk.fail(exc)  # raises ClientBulkWriteException with the partial result, or exc itself
         return bulk.result()
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def start_session(self, causal_consistency: Optional[bool] = None, default_transaction_options: Any = None,
+                      snapshot: Optional[bool] = False) -> ClientSession:
+        """An explicit session (Driver Sessions spec); end it with ``end_session()`` or ``with``."""
+        self._check_usable()
+        return ClientSession(self, SessionOptions(causal_consistency, default_transaction_options, snapshot))
+
+    def _implicit_session(self) -> ClientSession:
+        return ClientSession(self, implicit=True)
+
+    def _session_timeout_minutes(self) -> Optional[int]:
+        return self._topology.description.logical_session_timeout_minutes
+
+    def _take_server_session(self) -> Any:
+        return self._server_sessions.get(self._session_timeout_minutes())
+
+    def _return_server_session(self, server_session: Any) -> None:
+        if not self._closed:
+            self._server_sessions.put(server_session, self._session_timeout_minutes())
+
+    def _advance_cluster_time(self, cluster_time: Mapping[str, Any]) -> None:
+        current = self._cluster_time
+        if current is None or cluster_time.get("clusterTime") > current.get("clusterTime"):
+            self._cluster_time = cluster_time
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -240,7 +272,11 @@ class MongoClient:
         if self._closed:
             raise InvalidOperation("Cannot use MongoClient after close")
         if session is not None:
-            raise InvalidOperation("explicit sessions are not supported yet by greenmongo")
+            if not isinstance(session, ClientSession):
+                raise TypeError(f"session must be a ClientSession, not {type(session).__name__}")
+            if session.client is not self:
+                raise InvalidOperation("Can only use session with the MongoClient that started it")
+            session._check_not_ended()
         if self._pending_kills:
             self._flush_kills()
 
@@ -266,10 +302,11 @@ class MongoClient:
         """
         self._pid = os.getpid()
         self._pending_kills.clear()
+        self._server_sessions.clear()  # the parent's server sessions stay the parent's
         old = self._topology
         self._topology = Topology.from_options(self._options)
         self._executor = Executor(self._topology, self._options.event_listeners,
-                                  retry_reads=self._options.retry_reads)
+                                  retry_reads=self._options.retry_reads, sessions=self)
         # Stop the inherited greenlets without blocking; the pools' own fork hooks drop their sockets.
         _abandon(old._servers, old._srv_poller)
 

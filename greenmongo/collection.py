@@ -161,12 +161,13 @@ class Collection(Handle):
     def _run(self, operation: Any, session: Any = None) -> Any:
         client = self._client
         client._check_usable(session)
-        return client._executor.execute(operation)
+        return client._executor.execute(operation, session=session)
 
     def _run_bulk(self, bulk: BulkWrite, session: Any) -> None:
         client = self._client
         client._check_usable(session)
-        client._executor.execute_batches(bulk)
+        executor = client._executor
+        executor.execute_batches(bulk, lambda batch: executor.execute(batch, session=session))
 
     # -- inserts ---------------------------------------------------------------------------------
 

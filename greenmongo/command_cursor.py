@@ -57,6 +57,8 @@ class _CursorBase(Generic[DocumentT]):
 
     #: Whether one empty getMore ends ``next()`` (tailable find cursors) instead of fetching again.
     _stop_on_empty_batch = False
+    #: The session the user passed (find cursors); None means the executor's implicit one.
+    _explicit_session: Any = None
 
     def __init__(self, client: Any) -> None:
         self._client = client
@@ -92,9 +94,12 @@ class _CursorBase(Generic[DocumentT]):
         return 0 if self._state is None else self._state.retrieved
 
     @property
-    def session(self) -> None:
-        """Explicit sessions are not supported yet: always None."""
-        return None
+    def session(self) -> Any:
+        """The explicit session this cursor was opened with, else None (an implicit one is not shown)."""
+        session = self._explicit_session
+        if session is None and self._state is not None and self._state.session is not None:
+            session = None if self._state.session._implicit else self._state.session
+        return session
 
     # -- fetching ---------------------------------------------------------------------------
 
@@ -118,6 +123,18 @@ class _CursorBase(Generic[DocumentT]):
         else:
             self._get_more()
         self._kill_if_finished()
+        state = self._state
+        if state is not None and not state.alive:
+            self._release_session()
+
+    def _release_session(self) -> None:
+        """An implicit session goes back to the pool once the server cursor is gone (no I/O)."""
+        state = self._state
+        session = state.session if state is not None else None
+        if session is not None:
+            state.session = None
+            if session._implicit:
+                session.end_session()
 
     def _get_more(self) -> None:
         state = self._state
@@ -126,7 +143,7 @@ class _CursorBase(Generic[DocumentT]):
         client._check_usable()
         operation = state.get_more_operation()
         try:
-            batch = client._executor.execute(operation, address=state.address)
+            batch = client._executor.execute(operation, address=state.address, session=state.session)
         except ConnectionFailure:
             # The server may be unreachable: waiting here to kill would block for server selection.
             self._kill_later()
@@ -152,8 +169,10 @@ class _CursorBase(Generic[DocumentT]):
 
     def _send_kill(self, kill: KillCursorsOperation, address: Any) -> None:
         """killCursors now, in the calling greenlet; its errors are not the caller's concern."""
+        state = self._state
         try:
-            self._client._executor.execute(kill, address=address)
+            self._client._executor.execute(kill, address=address,
+                                           session=state.session if state is not None else None)
         except Exception:
             pass  # the server reaps an abandoned cursor on its own
         except BaseException:
@@ -175,6 +194,7 @@ class _CursorBase(Generic[DocumentT]):
         kill = state.close()
         if kill is not None:
             self._queue_kill(state.address, kill)
+        self._release_session()
 
     # -- iteration ----------------------------------------------------------------------------
 
@@ -238,6 +258,7 @@ class _CursorBase(Generic[DocumentT]):
             kill = state.close()
             if kill is not None:
                 self._send_kill(kill, state.address)
+        self._release_session()
 
     def __enter__(self) -> "_CursorBase[DocumentT]":
         return self

@@ -89,7 +89,8 @@ class Cursor(_CursorBase[Any]):
         client = client_of(collection)
         super().__init__(client)
         if session is not None:
-            client._check_usable(session)  # raises: explicit sessions are not supported yet
+            client._check_usable(session)
+        self._explicit_session = session
         if snapshot:
             raise InvalidOperation("the snapshot query option was removed in MongoDB 4.0")
         if isinstance(batch_size, int) and batch_size < 0:
@@ -142,7 +143,7 @@ class Cursor(_CursorBase[Any]):
         client._check_usable()
         operation = self._prepared or self._operation()
         self._prepared = None
-        self._state = client._executor.execute(operation)
+        self._state = client._executor.execute(operation, session=self._explicit_session)
         self._accept(self._state.first_batch)
         self._state.first_batch = []
 
@@ -376,7 +377,7 @@ class Cursor(_CursorBase[Any]):
         self._client._check_usable()
         limit = -abs(self._limit) if self._limit else None
         operation = ExplainOperation(self._operation(self._collection.codec_options, limit=limit))
-        return self._client._executor.execute(operation)
+        return self._client._executor.execute(operation, session=self._explicit_session)
 
     def distinct(self, key: str) -> list:
         """Distinct values of ``key`` among the documents this cursor's filter matches."""
@@ -389,7 +390,7 @@ class Cursor(_CursorBase[Any]):
             collection.database.name, collection.name, key, filter, collation=self._collation,
             max_time_ms=self._max_time_ms, comment=self._comment, read_concern=collection.read_concern,
             read_preference=collection.read_preference, codec_options=collection.codec_options)
-        return self._client._executor.execute(operation)
+        return self._client._executor.execute(operation, session=self._explicit_session)
 
     @property
     def collection(self) -> "Collection":

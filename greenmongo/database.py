@@ -104,7 +104,7 @@ class Database(Handle):
     def _run(self, operation: Any, session: Any = None, read_preference: Optional[ServerMode] = None) -> Any:
         client = self._client
         client._check_usable(session)
-        return client._executor.execute(operation, read_preference=read_preference)
+        return client._executor.execute(operation, read_preference=read_preference, session=session)
 
     def list_collections(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
                          comment: Any = None, **kwargs: Any) -> CommandCursor:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from greenmongo import logging_format
 from greenmongo.errors import (
@@ -35,6 +35,7 @@ from greenmongo.monitoring.command import (
     publish,
 )
 from greenmongo.operations.base import ExecutionFields, Operation, WireInfo, reply_ok
+from greenmongo.operations.cursor_state import CursorState
 from greenmongo.options.read_preferences import ReadPreference
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
@@ -65,9 +66,12 @@ def read_preference_field(topology_type: Any, server_type: Any, read_preference:
 class Executor:
     """Runs operations against one topology and publishes command monitoring events."""
 
-    def __init__(self, topology: Any, listeners: Iterable[Any] = (), *, retry_reads: bool = True) -> None:
+    def __init__(self, topology: Any, listeners: Iterable[Any] = (), *, retry_reads: bool = True,
+                 sessions: Any = None) -> None:
         self._topology = topology
         self._retry_reads = retry_reads
+        #: The client: gives implicit sessions (``_implicit_session``) and gossips ``$clusterTime``.
+        self._sessions = sessions
         self._command_listeners: Sequence[Any] = tuple(
             listener for listener in listeners if isinstance(listener, CommandListener))
 
@@ -75,31 +79,47 @@ class Executor:
     def topology(self) -> Any:
         return self._topology
 
-    def execute(self, operation: Operation, *, address: Any = None, read_preference: Any = None) -> Any:
+    def execute(self, operation: Operation, *, address: Any = None, read_preference: Any = None,
+                session: Any = None) -> Any:
         """Run ``operation``; ``address`` pins it to one server (getMore, killCursors).
 
         ``read_preference`` overrides the operation's own for server selection. A retryable read
         (Retryable Reads spec) that fails with a retryable error is tried once more, on a newly
-        selected server (in a sharded cluster, another mongos if there is one).
+        selected server (in a sharded cluster, another mongos if there is one). Without an explicit
+        ``session`` the operation gets an implicit one when the deployment supports sessions; a
+        cursor the operation opens keeps it (``CursorState.session``) until the cursor is done.
         """
+        holder = _SessionHolder(self._sessions, session)
+        try:
+            result = self._execute(operation, address, read_preference, holder)
+        except BaseException:
+            holder.release()
+            raise
+        if holder.session is not None and isinstance(result, CursorState) and result.alive:
+            result.session = holder.session  # getMores reuse it; the cursor ends it if it is implicit
+        else:
+            holder.release()
+        return result
+
+    def _execute(self, operation: Operation, address: Any, read_preference: Any, holder: "_SessionHolder") -> Any:
         if not (self._retry_reads and operation.retryable and operation.is_read and address is None):
-            return self._attempt(operation, address, read_preference, ())
+            return self._attempt(operation, address, read_preference, (), holder)
         tried: list = []
         try:
-            return self._attempt(operation, None, read_preference, (), tried)
+            return self._attempt(operation, None, read_preference, (), holder, tried)
         except Exception as exc:
             if not is_retryable_read_error(exc):
                 raise
             first = exc
         deprioritized = tuple(tried) if self._topology.description.topology_type is TopologyType.Sharded else ()
         try:
-            return self._attempt(operation, None, read_preference, deprioritized)
+            return self._attempt(operation, None, read_preference, deprioritized, holder)
         except (ServerSelectionTimeoutError, WaitQueueTimeoutError, PoolClosedError, InvalidOperation):
             # No attempt reached a server: the first error says more about what happened.
             raise first from None
 
     def _attempt(self, operation: Operation, address: Any, read_preference: Any, deprioritized: tuple,
-                 tried: Optional[list] = None) -> Any:
+                 holder: "_SessionHolder", tried: Optional[list] = None) -> Any:
         topology = self._topology
         preference = read_preference or operation.read_preference
         if address is not None:
@@ -118,7 +138,7 @@ class Executor:
         if tried is not None:
             tried.append(server.address)
         try:
-            return self._run_on_server(server, operation, preference)
+            return self._run_on_server(server, operation, preference, holder)
         finally:
             server.end_operation()
 
@@ -151,21 +171,30 @@ class Executor:
         finally:
             server.end_operation()
 
-    def _run_on_server(self, server: Any, operation: Operation, read_preference: Any) -> Any:
+    def _run_on_server(self, server: Any, operation: Operation, read_preference: Any,
+                       holder: "_SessionHolder") -> Any:
         with server.checkout() as conn:
             try:
-                return self._send(conn, server, operation, read_preference)
+                return self._send(conn, server, operation, read_preference, holder)
             except (ConnectionFailure, OperationFailure) as exc:
+                if isinstance(exc, ConnectionFailure) and holder.session is not None:
+                    holder.session._mark_dirty()  # the server may still be running it: do not reuse
                 server.handle_error(exc, conn, reply=getattr(exc, "details", None))
                 raise
 
-    def _send(self, conn: Any, server: Any, operation: Operation, read_preference: Any) -> Any:
+    def _send(self, conn: Any, server: Any, operation: Operation, read_preference: Any,
+              holder: "_SessionHolder") -> Any:
         wire = WireInfo.from_connection(conn)
         command = operation.build(wire)
-        topology_type = self._topology.description.topology_type
+        description = self._topology.description
+        topology_type = description.topology_type
         is_write = operation.is_write and not _chooses_own_preference(operation)
-        fields = ExecutionFields(read_preference=read_preference_field(
-            topology_type, server.description.server_type, read_preference, is_write))
+        session = holder.for_command(command, server.description)
+        fields = ExecutionFields(
+            read_preference=read_preference_field(topology_type, server.description.server_type, read_preference,
+                                                  is_write),
+            lsid=session._lsid_for_command() if session is not None else None,
+            cluster_time=self._cluster_time_to_send(session, topology_type))
         command = operation.finalize(command, fields)
         server_api = conn.settings.server_api
         if server_api is not None and command.name != "getMore":
@@ -178,6 +207,7 @@ class Executor:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
                                  check=False, unacknowledged=not command.acknowledged,
                                  codec_options=operation.codec_options, apply_server_api=False)
+            self._observe(reply, session)
             return operation.parse(reply, wire)
         monitor = _CommandMonitor(self, conn, command, listeners, logging_on)
         monitor.started()
@@ -190,7 +220,27 @@ class Executor:
             monitor.failed(exc)
             raise
         monitor.finished(reply)
+        self._observe(reply, session)
         return operation.parse(reply, wire)
+
+    def _cluster_time_to_send(self, session: Any, topology_type: Any) -> Optional[Mapping[str, Any]]:
+        """The highest $clusterTime known to the client or the session (replica sets, sharded)."""
+        if self._sessions is None or topology_type in (TopologyType.Single, TopologyType.Unknown):
+            return None
+        cluster_time = self._sessions._cluster_time
+        if session is not None and session.cluster_time is not None and (
+                cluster_time is None or session.cluster_time["clusterTime"] > cluster_time["clusterTime"]):
+            cluster_time = session.cluster_time
+        return cluster_time
+
+    def _observe(self, reply: Any, session: Any) -> None:
+        if reply is None or self._sessions is None:
+            return
+        cluster_time = reply.get("$clusterTime")
+        if cluster_time is not None:
+            self._sessions._advance_cluster_time(cluster_time)
+        if session is not None:
+            session._observe_reply(reply)
 
 
 class _CommandMonitor:
@@ -274,6 +324,39 @@ def is_retryable_read_error(error: BaseException) -> bool:
     if isinstance(error, ConnectionFailure):  # network errors and timeouts, PoolClearedError
         return True
     return isinstance(error, OperationFailure) and error.code in RETRYABLE_READ_CODES
+
+
+class _SessionHolder:
+    """The session one operation runs with: the caller's, or an implicit one taken on first need."""
+
+    __slots__ = ("source", "explicit", "implicit")
+
+    def __init__(self, source: Any, explicit: Any) -> None:
+        self.source = source
+        self.explicit = explicit
+        self.implicit: Any = None
+
+    @property
+    def session(self) -> Any:
+        return self.explicit or self.implicit
+
+    def for_command(self, command: Any, server_description: Any) -> Any:
+        if self.explicit is not None:
+            if not command.acknowledged:
+                raise InvalidOperation("explicit sessions are incompatible with unacknowledged write concern")
+            return self.explicit
+        # Implicit sessions only where the server supports sessions, never for unacknowledged writes.
+        if (self.source is None or not command.acknowledged
+                or server_description.logical_session_timeout_minutes is None):
+            return None
+        if self.implicit is None:
+            self.implicit = self.source._implicit_session()
+        return self.implicit
+
+    def release(self) -> None:
+        if self.implicit is not None:
+            self.implicit.end_session()
+            self.implicit = None
 
 
 def _chooses_own_preference(operation: Operation) -> bool:

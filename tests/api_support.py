@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from greenmongo.monitoring import CommandListener
 
 _database_numbers = itertools.count()
+_SESSION_FIELDS = ("lsid", "$clusterTime")
 
 
 class Recorder(CommandListener):
@@ -37,7 +38,10 @@ class Recorder(CommandListener):
         self.failed_events.clear()
 
     def commands(self, name: str) -> list:
-        return [event.command for event in self.started_events if event.command_name == name]
+        """The commands sent, without the session fields every command carries (lsid, $clusterTime):
+        these tests are about command shapes; tests/test_sessions.py checks the session fields."""
+        return [{key: value for key, value in event.command.items() if key not in _SESSION_FIELDS}
+                for event in self.started_events if event.command_name == name]
 
     def names(self) -> list:
         return [event.command_name for event in self.started_events]

@@ -85,11 +85,13 @@ def test_names_database_options_and_sub_collections(db):
         coll.with_options(write_concern={"w": 1})
 
 
-def test_explicit_sessions_are_refused_for_now(coll):
-    with pytest.raises(InvalidOperation, match="sessions"):
+def test_sessions_must_be_the_clients_own(coll):
+    with pytest.raises(TypeError, match="ClientSession"):
         coll.insert_one({"a": 1}, session=object())
-    with pytest.raises(InvalidOperation, match="sessions"):
-        coll.find({}, session=object())
+    session = coll.database.client.start_session()
+    session.end_session()
+    with pytest.raises(InvalidOperation, match="ended session"):
+        coll.find({}, session=session)
 
 
 # -- inserts -------------------------------------------------------------------------------------------

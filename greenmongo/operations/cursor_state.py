@@ -28,7 +28,7 @@ class CursorState:
 
     __slots__ = ("cursor_id", "namespace", "address", "limit", "batch_size", "get_more_max_time_ms",
                  "comment", "tailable", "await_data", "exhaust", "codec_options", "retrieved", "first_batch",
-                 "post_batch_resume_token", "at_cluster_time", "_dead", "_no_more")
+                 "post_batch_resume_token", "at_cluster_time", "session", "_dead", "_no_more")
 
     def __init__(self, cursor_id: int, namespace: str, *, address: Any = None, first_batch: Optional[list] = None,
                  limit: int = 0, batch_size: int = 0, get_more_max_time_ms: Optional[int] = None,
@@ -49,6 +49,8 @@ class CursorState:
         self.retrieved = 0
         self.post_batch_resume_token = post_batch_resume_token
         self.at_cluster_time = at_cluster_time
+        #: The session the cursor's getMores and killCursors use (set by the executor; opaque here).
+        self.session: Any = None
         self._dead = False
         self._no_more = False
         self.first_batch = self._take(list(first_batch or ()))

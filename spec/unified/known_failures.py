@@ -16,7 +16,7 @@ from typing import Optional
 SERVER = "server"
 FEATURE = "feature"
 
-_SESSIONS = "greenmongo has no implicit sessions yet (lsid on every command): Sessions spec, a later issue"
+_TRANSACTIONS = "greenmongo has no transactions yet: Transactions spec, a later issue"
 _RETRYABLE_WRITES = ("greenmongo has no retryable writes yet (they need sessions' txnNumber): "
                      "Retryable Writes spec, a later issue")
 _LONG_HELLO = ("SecantusDB's replica-set hello reply is longer than the default 1000-character log truncation, "
@@ -25,10 +25,20 @@ _NEVER_COMMITTED = ("SecantusDB accepts the onPrimaryTransactionalWrite failpoin
                     "failBeforeCommitExceptionCode; PyMongo 4.20 fails it the same way")
 
 KNOWN_FAILURES: dict[str, tuple[str, str]] = {
-    "unified-test-format/tests/valid-pass/entity-commandCursor.json::runCursorCommand creates and exhausts cursor "
-    "by running getMores": (FEATURE, _SESSIONS),
-    "unified-test-format/tests/valid-pass/entity-commandCursor.json::createCommandCursor's cursor can be closed "
-    "and will perform a killCursors operation": (FEATURE, _SESSIONS),
+    "unified-test-format/tests/valid-pass/poc-sessions.json::Dirty explicit session is discarded":
+        (FEATURE, _RETRYABLE_WRITES),
+    "unified-test-format/tests/valid-pass/poc-transactions.json::Client side error in command starting "
+    "transaction": (FEATURE, _TRANSACTIONS),
+    "unified-test-format/tests/valid-pass/poc-transactions.json::explicitly create collection using create "
+    "command": (FEATURE, _TRANSACTIONS),
+    "unified-test-format/tests/valid-pass/poc-transactions.json::create index on a non-existing collection":
+        (FEATURE, _TRANSACTIONS),
+    "run-command/tests/unified/runCommand.json::attaches transaction fields to given command":
+        (FEATURE, _TRANSACTIONS),
+    "command-logging-and-monitoring/tests/logging/command.json::A successful commitTransaction command":
+        (FEATURE, _TRANSACTIONS),
+    "command-logging-and-monitoring/tests/logging/command.json::A successful abortTransaction command":
+        (FEATURE, _TRANSACTIONS),
     "unified-test-format/tests/valid-pass/poc-retryable-writes.json::InsertMany succeeds after PrimarySteppedDown":
         (FEATURE, _RETRYABLE_WRITES),
     "command-logging-and-monitoring/tests/monitoring/writeConcernError.json::A retryable write with write concern "
