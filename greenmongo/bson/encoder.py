@@ -74,9 +74,9 @@ def _key_cstring(key: Any, check_keys: bool) -> bytes:
     if b"\x00" in name:
         raise InvalidDocument(f"key {key!r} must not contain a NUL character")
     cstring = name + b"\x00"
-    if not check_keys and type(key) is str:
-        if len(_KEY_CACHE) >= _KEY_CACHE_MAX:
-            _KEY_CACHE.clear()
+    # A full cache stops growing rather than being cleared: a stream of unique keys (one huge
+    # document, or generated field names) would otherwise flush the keys that do repeat.
+    if not check_keys and type(key) is str and len(_KEY_CACHE) < _KEY_CACHE_MAX:
         _KEY_CACHE[key] = cstring
     return cstring
 
