@@ -8,7 +8,13 @@ import gevent
 import gevent.events
 from gevent import monkey
 
-from tests.plugins.hub_watchdog import THRESHOLD, WATCHDOG, blocked_stack, points_into_greenmongo
+from tests.plugins.hub_watchdog import (
+    THRESHOLD,
+    WATCHDOG,
+    blocked_stack,
+    ensure_monitor_thread,
+    points_into_greenmongo,
+)
 
 REPORT = [
     "Greenlet <Greenlet at 0x1: worker> appears to be blocked",
@@ -35,6 +41,7 @@ def test_monitor_reports_a_blocking_spawned_greenlet() -> None:
         if isinstance(event, gevent.events.EventLoopBlocked):
             seen.append(event)
 
+    ensure_monitor_thread()  # the session's, unless a test before us stopped it
     gevent.events.subscribers.append(record)
     try:
         blocking_sleep = monkey.get_original("time", "sleep")  # blocks the hub, patched or not

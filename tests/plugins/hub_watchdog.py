@@ -67,7 +67,14 @@ class HubWatchdog:
 WATCHDOG = HubWatchdog()
 
 
+def ensure_monitor_thread() -> None:
+    """Start the hub's monitor thread now (idempotent): the hub would start it lazily, and a test that
+    starts one of its own would otherwise own -- and stop -- the session's."""
+    gevent.get_hub().start_periodic_monitoring_thread()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if WATCHDOG.on_event not in gevent.events.subscribers:
         gevent.events.subscribers.append(WATCHDOG.on_event)
     config.pluginmanager.register(WATCHDOG, "greenmongo-hub-watchdog")
+    ensure_monitor_thread()
