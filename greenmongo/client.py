@@ -63,9 +63,7 @@ class MongoClient:
         self._pending_kills: deque = deque()
         self._server_sessions = ServerSessionPool()
         self._cluster_time: Optional[Mapping[str, Any]] = None
-        self._topology = Topology.from_options(self._options)
-        self._executor = Executor(self._topology, self._options.event_listeners,
-                                  retry_reads=self._options.retry_reads, sessions=self)
+        self._new_topology()
         _LIVE_CLIENTS.add(self)
         if connect is None or connect:
             self._topology.open()
@@ -183,22 +181,22 @@ class MongoClient:
                                write_concern=write_concern or self.write_concern,
                                codec_options=self.codec_options)
         executor = self._executor
+
+        def run(batch: Any) -> None:
+            results = executor.execute(batch, session=session)  # a cursor over per-operation results
+            try:
+                while results is not None and results.needs_get_more:
+                    batch.record_results(executor.execute(results.get_more_operation(),
+                                                          address=results.address, session=results.session))
+            finally:
+                kill = results.close() if results is not None else None
+                if kill is not None:
+                    executor.execute(kill, address=results.address, session=results.session)
+                if results is not None and results.session is not None and results.session._implicit:
+                    results.session.end_session()
+
         try:
-            while True:
-                batch = bulk.next_batch(executor._current_wire_info())
-                if batch is None:
-                    break
-                results = executor.execute(batch, session=session)  # a cursor over per-operation results
-                try:
-                    while results is not None and results.needs_get_more:
-                        batch.record_results(executor.execute(results.get_more_operation(),
-                                                              address=results.address, session=results.session))
-                finally:
-                    kill = results.close() if results is not None else None
-                    if kill is not None:
-                        executor.execute(kill, address=results.address, session=results.session)
-                    if results is not None and results.session is not None and results.session._implicit:
-                        results.session.end_session()
+            executor.execute_batches(bulk, run)
         except Exception as exc:
             bulk.fail(exc)  # raises ClientBulkWriteException with the partial result, or exc itself
         return bulk.result()
@@ -294,6 +292,12 @@ class MongoClient:
             except Exception:
                 pass  # the server reaps abandoned cursors itself after 10 minutes
 
+    def _new_topology(self) -> None:
+        """A topology (not opened yet) and the executor that runs operations on it."""
+        self._topology = Topology.from_options(self._options)
+        self._executor = Executor(self._topology, self._options.event_listeners,
+                                  retry_reads=self._options.retry_reads, sessions=self)
+
     def _after_fork(self) -> None:
         """In a forked child: drop the parent's monitors, pools and sockets; reconnect on first use.
 
@@ -304,9 +308,7 @@ class MongoClient:
         self._pending_kills.clear()
         self._server_sessions.clear()  # the parent's server sessions stay the parent's
         old = self._topology
-        self._topology = Topology.from_options(self._options)
-        self._executor = Executor(self._topology, self._options.event_listeners,
-                                  retry_reads=self._options.retry_reads, sessions=self)
+        self._new_topology()
         # Stop the inherited greenlets without blocking; the pools' own fork hooks drop their sockets.
         _abandon(old._servers, old._srv_poller)
 

@@ -19,10 +19,11 @@ import pytest
 from greenmongo.monitoring.pool import (ConnectionCheckedInEvent, ConnectionCheckedOutEvent,
                                         ConnectionCheckOutFailedEvent, ConnectionCheckOutStartedEvent,
                                         ConnectionClosedEvent, ConnectionCreatedEvent,
-                                        ConnectionPoolListener, ConnectionReadyEvent, PoolClearedEvent,
+                                        ConnectionReadyEvent, PoolClearedEvent,
                                         PoolClosedEvent, PoolCreatedEvent, PoolReadyEvent)
 from greenmongo.pool import Pool, PoolOptions
 from spec.support import MissingSpecData, file_params, load_json
+from tests.api_support import PoolRecorder
 
 SUBDIR = "connection-monitoring-and-pooling/tests/cmap-format"
 
@@ -59,18 +60,7 @@ class MockConnection:
         self.closed = True
 
 
-class Recorder(ConnectionPoolListener):
-    def __init__(self) -> None:
-        self.events: List[Any] = []
-
-    def _add(self, event: Any) -> None:
-        self.events.append(event)
-
-    pool_created = pool_ready = pool_cleared = pool_closed = _add
-    connection_created = connection_ready = connection_closed = _add
-    connection_check_out_started = connection_check_out_failed = _add
-    connection_checked_out = connection_checked_in = _add
-
+class Recorder(PoolRecorder):
     def count(self, name: str) -> int:
         return sum(1 for event in self.events if EVENT_NAMES[type(event)] == name)
 

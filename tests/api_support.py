@@ -1,4 +1,4 @@
-"""What the public-API integration tests share: a command event recorder and scratch databases.
+"""What integration tests share: command and pool event recorders, and scratch databases.
 
 The ``recorder`` and ``client`` fixtures built on these live in tests/conftest.py.
 """
@@ -9,7 +9,7 @@ import contextlib
 import itertools
 from typing import Any, Iterator
 
-from greenmongo.monitoring import CommandListener
+from greenmongo.monitoring import CommandListener, ConnectionPoolListener
 
 _database_numbers = itertools.count()
 _SESSION_FIELDS = ("lsid", "$clusterTime")
@@ -45,6 +45,24 @@ class Recorder(CommandListener):
 
     def names(self) -> list:
         return [event.command_name for event in self.started_events]
+
+
+class PoolRecorder(ConnectionPoolListener):
+    """Every connection pool (CMAP) event, in order."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def _add(self, event: Any) -> None:
+        self.events.append(event)
+
+    pool_created = pool_ready = pool_cleared = pool_closed = _add
+    connection_created = connection_ready = connection_closed = _add
+    connection_check_out_started = connection_check_out_failed = _add
+    connection_checked_out = connection_checked_in = _add
+
+    def of(self, kind: type) -> list:
+        return [event for event in self.events if isinstance(event, kind)]
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from greenmongo.monitoring.pool import (ConnectionCheckOutFailedEvent, Connectio
                                         PoolCreatedEvent)
 from greenmongo.pool import Pool, PoolClosedError, PoolOptions
 from greenmongo.pool_logging import StructuredMessage
+from tests.api_support import PoolRecorder as Recorder
 
 
 class Conn:
@@ -33,20 +34,6 @@ class Conn:
         self.closed = True
 
 
-class Recorder(ConnectionPoolListener):
-    def __init__(self) -> None:
-        self.events: List[Any] = []
-
-    def _add(self, event: Any) -> None:
-        self.events.append(event)
-
-    pool_created = pool_ready = pool_cleared = pool_closed = _add
-    connection_created = connection_ready = connection_closed = _add
-    connection_check_out_started = connection_check_out_failed = _add
-    connection_checked_out = connection_checked_in = _add
-
-    def of(self, kind: type) -> List[Any]:
-        return [event for event in self.events if isinstance(event, kind)]
 
 
 def make_pool(factory: Any = Conn, listeners: Any = (), ready: bool = True, **options: Any) -> Pool:
