@@ -30,6 +30,8 @@ from greenmongo.session import ClientSession, ServerSessionPool, SessionOptions
 from greenmongo.topology.topology import Topology, _abandon
 
 _LIVE_CLIENTS: "weakref.WeakSet[MongoClient]" = weakref.WeakSet()
+#: Implicit sessions are never causally consistent (no afterClusterTime on a cursor's resumes or getMores).
+_IMPLICIT_SESSION_OPTIONS = SessionOptions(causal_consistency=False)
 
 
 class MongoClient:
@@ -176,9 +178,12 @@ class MongoClient:
                    write_concern: Any = None) -> Any:
         """The server 8.0 ``bulkWrite`` command across namespaces (CRUD "client bulk write")."""
         self._check_usable(session)
+        in_transaction = session is not None and session.in_transaction
+        if in_transaction and write_concern is not None:
+            raise InvalidOperation("Cannot set write concern after starting a transaction")
         bulk = ClientBulkWrite(models, ordered=ordered, verbose_results=verbose_results,
                                bypass_document_validation=bypass_document_validation, comment=comment, let=let,
-                               write_concern=write_concern or self.write_concern,
+                               write_concern=None if in_transaction else write_concern or self.write_concern,
                                codec_options=self.codec_options)
         executor = self._executor
 
@@ -201,6 +206,20 @@ class MongoClient:
             bulk.fail(exc)  # raises ClientBulkWriteException with the partial result, or exc itself
         return bulk.result()
 
+    def watch(self, pipeline: Optional[list] = None, full_document: Optional[str] = None,
+              resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,
+              batch_size: Optional[int] = None, collation: Any = None, start_at_operation_time: Any = None,
+              session: Any = None, start_after: Optional[Mapping[str, Any]] = None, comment: Any = None,
+              full_document_before_change: Optional[str] = None,
+              show_expanded_events: Optional[bool] = None) -> Any:
+        """A change stream over every database but admin, config and local (server 4.0+); see
+        ``Collection.watch``."""
+        from greenmongo.change_stream import ClusterChangeStream
+
+        return ClusterChangeStream(self.admin, pipeline, full_document, resume_after, max_await_time_ms,
+                                   batch_size, collation, start_at_operation_time, session, start_after, comment,
+                                   full_document_before_change, show_expanded_events)
+
     # -- sessions ----------------------------------------------------------------------------
 
     def start_session(self, causal_consistency: Optional[bool] = None, default_transaction_options: Any = None,
@@ -209,8 +228,13 @@ class MongoClient:
         self._check_usable()
         return ClientSession(self, SessionOptions(causal_consistency, default_transaction_options, snapshot))
 
+    def _end_transaction(self, operation: Any, session: ClientSession) -> Any:
+        """commitTransaction / abortTransaction for ``session`` (ClientSession calls this)."""
+        self._check_usable()
+        return self._executor.execute(operation, session=session)
+
     def _implicit_session(self) -> ClientSession:
-        return ClientSession(self, implicit=True)
+        return ClientSession(self, _IMPLICIT_SESSION_OPTIONS, implicit=True)
 
     def _session_timeout_minutes(self) -> Optional[int]:
         return self._topology.description.logical_session_timeout_minutes
@@ -286,6 +310,9 @@ class MongoClient:
     def _flush_kills(self) -> None:
         while self._pending_kills:
             address, namespace, cursor_id = self._pending_kills.popleft()
+            known = self._topology.description.server_descriptions().get(address)
+            if known is None or not known.is_server_type_known:
+                continue  # never wait for a server that is down just to kill a cursor: it reaps it itself
             dbname, _, collection = namespace.partition(".")
             try:
                 self._executor.execute(KillCursorsOperation(dbname, collection, [cursor_id]), address=address)
@@ -296,7 +323,8 @@ class MongoClient:
         """A topology (not opened yet) and the executor that runs operations on it."""
         self._topology = Topology.from_options(self._options)
         self._executor = Executor(self._topology, self._options.event_listeners,
-                                  retry_reads=self._options.retry_reads, sessions=self)
+                                  retry_reads=self._options.retry_reads,
+                                  retry_writes=self._options.retry_writes, sessions=self)
 
     def _after_fork(self) -> None:
         """In a forked child: drop the parent's monitors, pools and sockets; reconnect on first use.

@@ -57,17 +57,12 @@ from greenmongo.operations.results import (
 from greenmongo.operations.write import DeleteOperation, InsertOneOperation, UpdateOperation
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ServerMode
-from greenmongo.options.write_concern import WriteConcern
+from greenmongo.options.write_concern import DEFAULT_WRITE_CONCERN, WriteConcern
 
 if TYPE_CHECKING:
     from greenmongo.database import Database
 
 #: PyMongo methods greenmongo does not have yet: attribute access must not turn them into sub-collections.
-NOT_YET_SUPPORTED = {
-    "watch": "change streams are not implemented in greenmongo yet",
-}
-
-
 def check_options(codec_options: Any, read_preference: Any, write_concern: Any, read_concern: Any) -> None:
     """PyMongo's TypeErrors for option objects of the wrong class."""
     if codec_options is not None and not isinstance(codec_options, CodecOptions):
@@ -149,8 +144,6 @@ class Collection(Handle):
             full_name = f"{self._name}.{name}"
             raise AttributeError(f"Collection has no attribute {name!r}. To access the {full_name} collection, "
                                  f"use database[{full_name!r}].")
-        if name in NOT_YET_SUPPORTED:
-            raise AttributeError(f"Collection.{name}: {NOT_YET_SUPPORTED[name]}")
         return self.__getitem__(name)
 
     def __getitem__(self, name: str) -> "Collection":
@@ -169,6 +162,12 @@ class Collection(Handle):
         executor = client._executor
         executor.execute_batches(bulk, lambda batch: executor.execute(batch, session=session))
 
+    def _write_concern_for(self, session: Any) -> WriteConcern:
+        """Inside a transaction statements are acknowledged; the transaction's concern is the commit's."""
+        if getattr(session, "in_transaction", False):  # (a wrong session type is refused later, by the client)
+            return DEFAULT_WRITE_CONCERN
+        return self._write_concern
+
     # -- inserts ---------------------------------------------------------------------------------
 
     def insert_one(self, document: Any, bypass_document_validation: Optional[bool] = None, session: Any = None,
@@ -176,7 +175,8 @@ class Collection(Handle):
         """Insert one document; an ``_id`` is added to it when it has none."""
         operation = InsertOneOperation(self._database.name, self._name, document,
                                        bypass_document_validation=bypass_document_validation, comment=comment,
-                                       write_concern=self._write_concern, codec_options=self._codec_options)
+                                       write_concern=self._write_concern_for(session),
+                                       codec_options=self._codec_options)
         return self._run(operation, session)
 
     def insert_many(self, documents: Iterable[Any], ordered: bool = True,
@@ -185,7 +185,8 @@ class Collection(Handle):
         """Insert documents in as few batches as the server's limits allow."""
         bulk = BulkWrite.for_insert_many(self._database.name, self._name, documents, ordered=ordered,
                                          bypass_document_validation=bypass_document_validation, comment=comment,
-                                         write_concern=self._write_concern, codec_options=self._codec_options)
+                                         write_concern=self._write_concern_for(session),
+                                         codec_options=self._codec_options)
         self._run_bulk(bulk, session)
         return bulk.insert_many_result()
 
@@ -199,8 +200,8 @@ class Collection(Handle):
         validate_list("requests", requests)
         bulk = BulkWrite(self._database.name, self._name, requests, ordered=ordered,
                          bypass_document_validation=bypass_document_validation, comment=comment, let=let,
-                         write_concern=self._write_concern, codec_options=self._codec_options)
-        if not self._write_concern.acknowledged:
+                         write_concern=self._write_concern_for(session), codec_options=self._codec_options)
+        if not self._write_concern_for(session).acknowledged:
             if any(model.uses_collation for model in bulk.models):
                 require_acknowledged_for("Collation", False)
             if any(model.uses_array_filters for model in bulk.models):
@@ -213,12 +214,12 @@ class Collection(Handle):
     def _update(self, filter: Mapping[str, Any], update: Any, *, multi: bool, replacement: bool, upsert: bool,
                 bypass_document_validation: Optional[bool], collation: Any, array_filters: Any, hint: Any,
                 session: Any, let: Optional[Mapping[str, Any]], sort: Any, comment: Any) -> UpdateResult:
-        _check_unacknowledged(self._write_concern, collation, array_filters)
+        _check_unacknowledged(self._write_concern_for(session), collation, array_filters)
         operation = UpdateOperation(
             self._database.name, self._name, filter, update, multi=multi, replacement=replacement,
             upsert=_upsert_field(upsert), collation=collation, array_filters=array_filters, hint=hint, sort=sort,
             bypass_document_validation=bypass_document_validation, comment=comment, let=let,
-            write_concern=self._write_concern, codec_options=self._codec_options)
+            write_concern=self._write_concern_for(session), codec_options=self._codec_options)
         return self._run(operation, session)
 
     def replace_one(self, filter: Mapping[str, Any], replacement: Mapping[str, Any], upsert: bool = False,
@@ -251,9 +252,9 @@ class Collection(Handle):
 
     def _delete(self, filter: Mapping[str, Any], *, multi: bool, collation: Any, hint: Any, session: Any,
                 let: Optional[Mapping[str, Any]], comment: Any) -> DeleteResult:
-        _check_unacknowledged(self._write_concern, collation)
+        _check_unacknowledged(self._write_concern_for(session), collation)
         operation = DeleteOperation(self._database.name, self._name, filter, multi=multi, collation=collation,
-                                    hint=hint, comment=comment, let=let, write_concern=self._write_concern,
+                                    hint=hint, comment=comment, let=let, write_concern=self._write_concern_for(session),
                                     codec_options=self._codec_options)
         return self._run(operation, session)
 
@@ -298,11 +299,11 @@ class Collection(Handle):
         if not isinstance(return_document, bool):
             raise ValueError("return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER")
         collation = kwargs.pop("collation", None)
-        _check_unacknowledged(self._write_concern, collation, array_filters)
+        _check_unacknowledged(self._write_concern_for(session), collation, array_filters)
         operation = FindAndModifyOperation(
             self._database.name, self._name, filter, kind, update=update, projection=projection, sort=sort,
             upsert=upsert, return_document=return_document, array_filters=array_filters, hint=hint,
-            collation=collation, let=let, comment=comment, write_concern=self._write_concern,
+            collation=collation, let=let, comment=comment, write_concern=self._write_concern_for(session),
             codec_options=self._codec_options, extra=kwargs)
         return self._run(operation, session)
 
@@ -383,6 +384,20 @@ class Collection(Handle):
         operation = self._aggregate_operation(self._database.name, self._name, pipeline, kwargs.pop("let", None),
                                               comment, kwargs, raw_codec_options(self._codec_options))
         return RawBatchCommandCursor(self, self._run(operation, session))
+
+    def watch(self, pipeline: Optional[list] = None, full_document: Optional[str] = None,
+              resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,
+              batch_size: Optional[int] = None, collation: Any = None, start_at_operation_time: Any = None,
+              session: Any = None, start_after: Optional[Mapping[str, Any]] = None, comment: Any = None,
+              full_document_before_change: Optional[str] = None,
+              show_expanded_events: Optional[bool] = None) -> Any:
+        """A change stream (greenmongo.change_stream) over this collection; ``pipeline`` stages follow
+        ``$changeStream``. Iterate it, or poll ``try_next()`` and save ``resume_token`` after each call."""
+        from greenmongo.change_stream import CollectionChangeStream
+
+        return CollectionChangeStream(self, pipeline, full_document, resume_after, max_await_time_ms,
+                                      batch_size, collation, start_at_operation_time, session, start_after, comment,
+                                      full_document_before_change, show_expanded_events)
 
     # -- indexes ---------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.dbref import DBRef
 from greenmongo.collection import Collection, check_options
 from greenmongo.command_cursor import CommandCursor
-from greenmongo.errors import CollectionInvalid, InvalidName
+from greenmongo.errors import CollectionInvalid, InvalidName, InvalidOperation
 from greenmongo.operations.collections import (
     CreateCollectionOperation,
     DropCollectionOperation,
@@ -30,11 +30,6 @@ from greenmongo.options.write_concern import WriteConcern
 _INVALID_DATABASE_CHARACTERS = (" ", ".", "$", "/", "\\", "\x00", '"')
 
 #: PyMongo methods greenmongo does not have yet: attribute access must not turn them into collections.
-NOT_YET_SUPPORTED = {
-    "watch": "change streams are not implemented in greenmongo yet",
-}
-
-
 def validate_database_name(name: Any) -> str:
     if not isinstance(name, str):
         raise TypeError(f"name must be an instance of str, not {type(name).__name__}")
@@ -88,8 +83,6 @@ class Database(Handle):
         if name.startswith("_"):
             raise AttributeError(f"Database has no attribute {name!r}. To access the {name} collection, use "
                                  f"database[{name!r}].")
-        if name in NOT_YET_SUPPORTED:
-            raise AttributeError(f"Database.{name}: {NOT_YET_SUPPORTED[name]}")
         return self.__getitem__(name)
 
     def __getitem__(self, name: str) -> Collection:
@@ -138,12 +131,12 @@ class Database(Handle):
         if "encryptedFields" in kwargs:
             raise NotImplementedError("Queryable Encryption (encryptedFields) is not supported by greenmongo")
         collection = Collection(self, name, False, codec_options, read_preference, write_concern, read_concern)
-        if check_exists and name in self.list_collection_names(filter={"name": name}):
+        if check_exists and name in self.list_collection_names(filter={"name": name}, session=session):
             raise CollectionInvalid(f"collection {name} already exists")
         comment = kwargs.pop("comment", None)
         max_time_ms = kwargs.pop("maxTimeMS", None)
         self._run(CreateCollectionOperation(self._name, name, kwargs, write_concern=collection.write_concern,
-                                            comment=comment, max_time_ms=max_time_ms))
+                                            comment=comment, max_time_ms=max_time_ms), session)
         return collection
 
     def drop_collection(self, name_or_collection: Union[str, Collection], session: Any = None, comment: Any = None,
@@ -210,6 +203,9 @@ class Database(Handle):
             raise TypeError("codec_options must be an instance of CodecOptions")
         document = command_document(command, value, comment, **kwargs)
         preference = read_preference or ReadPreference.PRIMARY
+        if (getattr(session, "in_transaction", False) and read_preference is not None
+                and read_preference.mode != ReadPreference.PRIMARY.mode):
+            raise InvalidOperation(f"read preference in a transaction must be primary, not: {read_preference!r}")
         operation = RunCommandOperation(self._name, document, read_preference=preference,
                                         codec_options=codec_options or DEFAULT_CODEC_OPTIONS, check=check,
                                         allowable_errors=allowable_errors)
@@ -242,6 +238,19 @@ class Database(Handle):
         operation = self._aggregate_operation(self._name, None, pipeline, kwargs.pop("let", None),
                                               kwargs.pop("comment", None), kwargs, self._codec_options)
         return CommandCursor(self, self._run(operation, session))
+
+    def watch(self, pipeline: Optional[list] = None, full_document: Optional[str] = None,
+              resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,
+              batch_size: Optional[int] = None, collation: Any = None, start_at_operation_time: Any = None,
+              session: Any = None, start_after: Optional[Mapping[str, Any]] = None, comment: Any = None,
+              full_document_before_change: Optional[str] = None,
+              show_expanded_events: Optional[bool] = None) -> Any:
+        """A change stream over every collection of this database (server 4.0+); see ``Collection.watch``."""
+        from greenmongo.change_stream import DatabaseChangeStream
+
+        return DatabaseChangeStream(self, pipeline, full_document, resume_after, max_await_time_ms,
+                                    batch_size, collation, start_at_operation_time, session, start_after, comment,
+                                    full_document_before_change, show_expanded_events)
 
     # -- dunder (equality, hash, repr, bool and iteration: Handle) -------------------------------
 

@@ -6,9 +6,9 @@ count, the pooled connection), so a ``gevent.Timeout`` or ``kill()`` landing at 
 leaves nothing behind. Errors a connection raises are reported to SDAM (``Server.handle_error``)
 while the connection is still checked out, so they are judged by its pool generation.
 
-Retryable reads are done here (one retry, on a newly selected server); retryable writes (which
-need sessions' transaction numbers), sessions and client-side operation timeouts slot into the same
-``execute`` / ``_attempt`` split.
+Retries (Retryable Reads/Writes specs, rules in ``greenmongo.retry``), sessions and transactions
+(``_session_fields`` is where lsid, txnNumber, startTransaction, autocommit and readConcern's
+afterClusterTime are decided) all wrap the same ``_attempt``.
 """
 
 from __future__ import annotations
@@ -18,14 +18,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from greenmongo import logging_format
-from greenmongo.errors import (
-    ConnectionFailure,
-    InvalidOperation,
-    OperationFailure,
-    PoolClosedError,
-    ServerSelectionTimeoutError,
-    WaitQueueTimeoutError,
-)
+from greenmongo.errors import ConnectionFailure, GreenMongoError, InvalidOperation, OperationFailure
 from greenmongo.net.settings import server_api_fields
 from greenmongo.monitoring.command import (
     CommandFailedEvent,
@@ -37,8 +30,23 @@ from greenmongo.monitoring.command import (
 from greenmongo.operations.base import ExecutionFields, Operation, WireInfo, reply_ok
 from greenmongo.operations.cursor_state import CursorState
 from greenmongo.options.read_preferences import ReadPreference
+from greenmongo.retry import (
+    add_retryable_write_label,
+    error_after_retry,
+    is_retryable_read_error,
+    is_retryable_write_error,
+    never_reached_server,
+    unsupported_retryable_writes_error,
+)
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
+from greenmongo.transaction import (
+    TRANSIENT_TRANSACTION_ERROR,
+    UNKNOWN_COMMIT_RESULT,
+    TransactionState,
+    label_commit_error,
+    label_statement_error,
+)
 from greenmongo.wire.header import next_request_id
 
 _COMMAND_LOGGER = logging.getLogger("greenmongo.command")
@@ -67,9 +75,10 @@ class Executor:
     """Runs operations against one topology and publishes command monitoring events."""
 
     def __init__(self, topology: Any, listeners: Iterable[Any] = (), *, retry_reads: bool = True,
-                 sessions: Any = None) -> None:
+                 retry_writes: bool = True, sessions: Any = None) -> None:
         self._topology = topology
         self._retry_reads = retry_reads
+        self._retry_writes = retry_writes
         #: The client: gives implicit sessions (``_implicit_session``) and gossips ``$clusterTime``.
         self._sessions = sessions
         self._command_listeners: Sequence[Any] = tuple(
@@ -83,11 +92,11 @@ class Executor:
                 session: Any = None) -> Any:
         """Run ``operation``; ``address`` pins it to one server (getMore, killCursors).
 
-        ``read_preference`` overrides the operation's own for server selection. A retryable read
-        (Retryable Reads spec) that fails with a retryable error is tried once more, on a newly
-        selected server (in a sharded cluster, another mongos if there is one). Without an explicit
+        ``read_preference`` overrides the operation's own for server selection. Without an explicit
         ``session`` the operation gets an implicit one when the deployment supports sessions; a
         cursor the operation opens keeps it (``CursorState.session``) until the cursor is done.
+        Retries (one, on a newly selected server): retryable reads, retryable writes on a client
+        with retryWrites, and commitTransaction/abortTransaction always; nothing inside a transaction.
         """
         holder = _SessionHolder(self._sessions, session)
         try:
@@ -102,8 +111,29 @@ class Executor:
         return result
 
     def _execute(self, operation: Operation, address: Any, read_preference: Any, holder: "_SessionHolder") -> Any:
-        if not (self._retry_reads and operation.retryable and operation.is_read and address is None):
-            return self._attempt(operation, address, read_preference, (), holder)
+        session = holder.explicit
+        if session is not None and not operation.ends_transaction:
+            if session.in_transaction:
+                return self._in_transaction(operation, address, holder, session)
+            if session._transaction.state is not TransactionState.NONE:
+                session._transaction.reset()  # a plain operation ends what is left of the last transaction
+        if operation.ends_transaction:
+            try:
+                return self._retrying_write(operation, session._transaction.pinned_address, None, holder)
+            except Exception as exc:
+                if operation.name == "commitTransaction":
+                    label_commit_error(exc)
+                if isinstance(exc, GreenMongoError) and (exc.has_error_label(UNKNOWN_COMMIT_RESULT)
+                                                         or exc.has_error_label(TRANSIENT_TRANSACTION_ERROR)):
+                    session._transaction.pinned_address = None
+                raise
+        if operation.is_write and operation.retryable and self._retry_writes and address is None:
+            return self._retrying_write(operation, None, read_preference, holder)
+        if self._retry_reads and operation.retryable and operation.is_read and address is None:
+            return self._retrying_read(operation, read_preference, holder)
+        return self._attempt(operation, address, read_preference, (), holder)
+
+    def _retrying_read(self, operation: Operation, read_preference: Any, holder: "_SessionHolder") -> Any:
         tried: list = []
         try:
             return self._attempt(operation, None, read_preference, (), holder, tried)
@@ -111,34 +141,90 @@ class Executor:
             if not is_retryable_read_error(exc):
                 raise
             first = exc
-        deprioritized = tuple(tried) if self._topology.description.topology_type is TopologyType.Sharded else ()
         try:
-            return self._attempt(operation, None, read_preference, deprioritized, holder)
-        except (ServerSelectionTimeoutError, WaitQueueTimeoutError, PoolClosedError, InvalidOperation):
-            # No attempt reached a server: the first error says more about what happened.
+            return self._attempt(operation, None, read_preference, self._deprioritized(tried), holder)
+        except Exception as exc:
+            if never_reached_server(exc):
+                raise first from None  # the first error says more about what happened
+            raise
+
+    def _retrying_write(self, operation: Operation, address: Any, read_preference: Any,
+                        holder: "_SessionHolder") -> Any:
+        """Retryable Writes: one retry after an error labelled RetryableWriteError, same txnNumber."""
+        holder.retryable_write = True
+        tried: list = []
+        try:
+            return self._attempt(operation, address, read_preference, (), holder, tried)
+        except Exception as exc:
+            if not (holder.txn_number is not None or operation.ends_transaction) or not is_retryable_write_error(exc):
+                replacement = unsupported_retryable_writes_error(exc)
+                if replacement is not None:
+                    raise replacement from exc
+                raise
+            first = exc
+        if operation.ends_transaction:
+            holder.explicit._transaction.pinned_address = None  # the retry selects a server afresh
+            operation.for_retry()  # type: ignore[attr-defined]
+        holder.retrying = True
+        try:
+            return self._attempt(operation, None, read_preference, self._deprioritized(tried), holder)
+        except _RetryNotPossible:
             raise first from None
+        except Exception as exc:
+            chosen = error_after_retry(first, exc)
+            if chosen is first:
+                raise first from None
+            raise
+
+    def _in_transaction(self, operation: Operation, address: Any, holder: "_SessionHolder", session: Any) -> Any:
+        """A statement of a transaction: no retries; network and selection errors are transient."""
+        transaction = session._transaction
+        preference = transaction.read_preference()
+        if operation.is_read and preference.mode != _PRIMARY:
+            raise InvalidOperation(f"read preference in a transaction must be primary, not: {preference!r}")
+        try:
+            return self._attempt(operation, address or transaction.pinned_address, preference, (), holder)
+        except Exception as exc:
+            label_statement_error(exc)
+            if isinstance(exc, GreenMongoError) and exc.has_error_label(TRANSIENT_TRANSACTION_ERROR):
+                transaction.pinned_address = None
+            raise
+
+    def _deprioritized(self, tried: list) -> tuple:
+        """In a sharded cluster a retry prefers another mongos (the spec's deprioritized servers)."""
+        return tuple(tried) if self._topology.description.topology_type is TopologyType.Sharded else ()
 
     def _attempt(self, operation: Operation, address: Any, read_preference: Any, deprioritized: tuple,
                  holder: "_SessionHolder", tried: Optional[list] = None) -> Any:
         topology = self._topology
         preference = read_preference or operation.read_preference
-        if address is not None:
-            server = topology.select_server_by_address(address, operation=operation.name)
-        elif _chooses_own_preference(operation):
-            # aggregate with $out/$merge: a write that may run on a secondary of a 5.0+ deployment;
-            # its own rule picks the preference, used both to select and as $readPreference.
-            preference = self._selection_preference(operation, preference)
-            server = topology.select_server(preference, is_write=False, deprioritized=deprioritized,
-                                            operation=operation.name)
-        else:
-            if operation.is_write:
-                preference = ReadPreference.PRIMARY
-            server = topology.select_server(preference, is_write=operation.is_write, deprioritized=deprioritized,
-                                            operation=operation.name)
+        try:
+            if address is not None:
+                server = topology.select_server_by_address(address, operation=operation.name)
+            elif _chooses_own_preference(operation):
+                # aggregate with $out/$merge: a write that may run on a secondary of a 5.0+ deployment;
+                # its own rule picks the preference, used both to select and as $readPreference.
+                preference = self._selection_preference(operation, preference)
+                server = topology.select_server(preference, is_write=False, deprioritized=deprioritized,
+                                                operation=operation.name)
+            else:
+                if operation.is_write:
+                    preference = ReadPreference.PRIMARY
+                server = topology.select_server(preference, is_write=operation.is_write,
+                                                deprioritized=deprioritized, operation=operation.name)
+        except Exception as exc:
+            if holder.retrying:
+                raise _RetryNotPossible() from exc
+            raise
         if tried is not None:
             tried.append(server.address)
+        description = server.description  # as selected: an error may mark the server Unknown
         try:
             return self._run_on_server(server, operation, preference, holder)
+        except Exception as exc:
+            if holder.retryable_write:
+                add_retryable_write_label(exc, description.max_wire_version, description.server_type)
+            raise
         finally:
             server.end_operation()
 
@@ -193,8 +279,9 @@ class Executor:
         fields = ExecutionFields(
             read_preference=read_preference_field(topology_type, server.description.server_type, read_preference,
                                                   is_write),
-            lsid=session._lsid_for_command() if session is not None else None,
             cluster_time=self._cluster_time_to_send(session, topology_type))
+        if session is not None:
+            self._session_fields(fields, session, operation, command, server, holder)
         command = operation.finalize(command, fields)
         server_api = conn.settings.server_api
         if server_api is not None and command.name != "getMore":
@@ -222,6 +309,45 @@ class Executor:
         monitor.finished(reply)
         self._observe(reply, session)
         return operation.parse(reply, wire)
+
+    def _session_fields(self, fields: ExecutionFields, session: Any, operation: Operation, command: Any,
+                        server: Any, holder: "_SessionHolder") -> None:
+        """lsid, and the transaction / retryable-write / causal-consistency fields of the session."""
+        fields.lsid = session._lsid_for_command()
+        transaction = session._transaction
+        if operation.ends_transaction:
+            fields.txn_number = session._txn_number()
+            fields.autocommit = False
+            return
+        if transaction.active and holder.explicit is session:
+            fields.txn_number = session._txn_number()
+            fields.autocommit = False
+            fields.in_transaction = True
+            if transaction.starting:
+                fields.start_transaction = True
+                read_concern = transaction.options.read_concern if transaction.options is not None else None
+                document = dict(read_concern.document) if read_concern is not None else {}
+                document.update(session._read_concern_extra() or {})
+                fields.read_concern = document or None  # the transaction's, sent once, on its first statement
+                if self._topology.description.topology_type in (TopologyType.Sharded, TopologyType.LoadBalanced):
+                    transaction.pinned_address = server.address
+            transaction.statement_sent()
+            return
+        if holder.retryable_write and command.acknowledged:
+            if holder.retrying and not server.description.retryable_writes_supported:
+                raise _RetryNotPossible()
+            if holder.txn_number is None and server.description.retryable_writes_supported:
+                holder.txn_number = session._next_txn_number()
+            fields.txn_number = holder.txn_number
+        if holder.explicit is session and operation.session_read_concern != "none":
+            if session.options.snapshot:
+                fields.read_concern = {"level": "snapshot", **(session._read_concern_extra() or {})}
+                fields.session_read_concern = True
+            elif operation.session_read_concern == "all":
+                extra = session._read_concern_extra()
+                if extra:
+                    fields.read_concern_extra = extra
+                    fields.session_read_concern = True
 
     def _cluster_time_to_send(self, session: Any, topology_type: Any) -> Optional[Mapping[str, Any]]:
         """The highest $clusterTime known to the client or the session (replica sets, sharded)."""
@@ -313,28 +439,23 @@ class _CommandMonitor:
         _COMMAND_LOGGER.debug(message)
 
 
-#: Server error codes after which a read may be retried (Retryable Reads spec, "Retryable Error").
-RETRYABLE_READ_CODES = frozenset({262, 11600, 11602, 10107, 13435, 13436, 189, 134, 91, 7, 6, 89, 9001})
-
-
-def is_retryable_read_error(error: BaseException) -> bool:
-    """A network error, a cleared pool, or one of the spec's server error codes."""
-    if isinstance(error, (ServerSelectionTimeoutError, WaitQueueTimeoutError)):
-        return False
-    if isinstance(error, ConnectionFailure):  # network errors and timeouts, PoolClearedError
-        return True
-    return isinstance(error, OperationFailure) and error.code in RETRYABLE_READ_CODES
+class _RetryNotPossible(Exception):
+    """No server for the retry, or one without retryable writes: the first error stands."""
 
 
 class _SessionHolder:
-    """The session one operation runs with: the caller's, or an implicit one taken on first need."""
+    """The session one operation runs with (the caller's, or an implicit one taken on first need),
+    and the operation's retry state: a retryable write keeps its txnNumber across its retry."""
 
-    __slots__ = ("source", "explicit", "implicit")
+    __slots__ = ("source", "explicit", "implicit", "retryable_write", "retrying", "txn_number")
 
     def __init__(self, source: Any, explicit: Any) -> None:
         self.source = source
         self.explicit = explicit
         self.implicit: Any = None
+        self.retryable_write = False
+        self.retrying = False
+        self.txn_number: Optional[int] = None
 
     @property
     def session(self) -> Any:
@@ -342,7 +463,7 @@ class _SessionHolder:
 
     def for_command(self, command: Any, server_description: Any) -> Any:
         if self.explicit is not None:
-            if not command.acknowledged:
+            if not command.acknowledged and not self.explicit.in_transaction:
                 raise InvalidOperation("explicit sessions are incompatible with unacknowledged write concern")
             return self.explicit
         # Implicit sessions only where the server supports sessions, never for unacknowledged writes.

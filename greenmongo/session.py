@@ -6,7 +6,9 @@ session until it is exhausted or closed). Server sessions are pooled LIFO and dr
 are within a minute of the server's logicalSessionTimeoutMinutes, or after a network error made
 their state doubtful. The client also gossips the highest ``$clusterTime`` it has seen.
 
-Transactions are a later issue: ``start_transaction`` and friends raise InvalidOperation.
+Transactions (Transactions and Convenient Transactions API specs) keep their state machine in
+``greenmongo.transaction``; the session runs commitTransaction/abortTransaction through the client's
+executor and ``with_transaction`` retries the whole callback on transient errors for up to 120 s.
 """
 
 from __future__ import annotations
@@ -15,11 +17,20 @@ import os
 import time
 import uuid
 from collections import deque
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from greenmongo.bson.binary import UUID_SUBTYPE, Binary
 from greenmongo.bson.timestamp import Timestamp
-from greenmongo.errors import ConfigurationError, InvalidOperation
+from greenmongo.errors import ConfigurationError, GreenMongoError, InvalidOperation
+from greenmongo.operations.transaction import AbortTransactionOperation, CommitTransactionOperation
+from greenmongo.transaction import (
+    TRANSIENT_TRANSACTION_ERROR,
+    UNKNOWN_COMMIT_RESULT,
+    Transaction,
+    TransactionOptions,
+    TransactionState,
+    is_max_time_expired,
+)
 
 
 class ServerSession:
@@ -94,15 +105,11 @@ class SessionOptions:
         return self._snapshot
 
 
-class _NoTransaction:
-    """Transaction state for ``ClientSession._transaction`` (transactions are not built yet)."""
-
-    state = "none"
-    pinned_address = None
+_WITH_TRANSACTION_TIMEOUT = 120.0
 
 
 class ClientSession:
-    """A logical session: PyMongo's ClientSession API, without transactions for now."""
+    """A logical session: PyMongo's ClientSession API."""
 
     def __init__(self, client: Any, options: Optional[SessionOptions] = None, *, implicit: bool = False) -> None:
         self._client = client
@@ -112,8 +119,8 @@ class ClientSession:
         self._cluster_time: Optional[Mapping[str, Any]] = None
         self._operation_time: Optional[Timestamp] = None
         self._ended = False
-        self._transaction = _NoTransaction()
-        self._pinned_address = None
+        self._transaction = Transaction()
+        self._snapshot_time: Optional[Timestamp] = None
 
     # -- PyMongo's API --------------------------------------------------------------------
 
@@ -144,7 +151,11 @@ class ClientSession:
 
     @property
     def in_transaction(self) -> bool:
-        return False
+        return self._transaction.active
+
+    @property
+    def _pinned_address(self) -> Any:
+        return self._transaction.pinned_address
 
     def advance_cluster_time(self, cluster_time: Mapping[str, Any]) -> None:
         if not isinstance(cluster_time, Mapping) or not isinstance(cluster_time.get("clusterTime"), Timestamp):
@@ -159,25 +170,100 @@ class ClientSession:
             self._operation_time = operation_time
 
     def end_session(self) -> None:
-        """Return the server session to the client's pool; the session cannot be used afterwards."""
+        """Return the server session to the client's pool; the session cannot be used afterwards.
+
+        A transaction still in progress is aborted first.
+        """
         if self._ended:
             return
+        try:
+            if self.in_transaction:
+                self.abort_transaction()
+        finally:
+            self._end()
+
+    def _end(self) -> None:
         self._ended = True
         server_session, self._server_session = self._server_session, None
         if server_session is not None:
             self._client._return_server_session(server_session)
 
-    def start_transaction(self, *args: Any, **kwargs: Any) -> Any:
-        raise InvalidOperation("transactions are not supported by greenmongo yet")
+    def start_transaction(self, read_concern: Any = None, write_concern: Any = None, read_preference: Any = None,
+                          max_commit_time_ms: Optional[int] = None) -> "_TransactionContext":
+        """Start a transaction; the returned context manager commits on success and aborts on error."""
+        self._check_not_ended()
+        if self._options.snapshot:
+            raise InvalidOperation("Transactions are not supported in snapshot sessions")
+        if self._implicit:
+            raise InvalidOperation("Implicit sessions cannot run transactions")
+        options = TransactionOptions(read_concern, write_concern, read_preference, max_commit_time_ms).merged_over(
+            self._options.default_transaction_options, client=self._client)
+        self._transaction.start(options)
+        self._use_server_session().txn_number += 1
+        return _TransactionContext(self)
 
     def commit_transaction(self) -> None:
-        raise InvalidOperation("transactions are not supported by greenmongo yet")
+        """Commit; after an error labelled UnknownTransactionCommitResult it is safe to call again."""
+        self._check_not_ended()
+        transaction = self._transaction
+        if not transaction.begin_commit():
+            return
+        options = transaction.options
+        operation = CommitTransactionOperation(
+            transaction.commit_write_concern(retrying=False), transaction.recovery_token,
+            options.max_commit_time_ms if options is not None else None,
+            majority_on_retry=transaction.commit_write_concern(retrying=True))
+        self._client._end_transaction(operation, self)
 
     def abort_transaction(self) -> None:
-        raise InvalidOperation("transactions are not supported by greenmongo yet")
+        """Abort; the server's errors are ignored (the transaction times out there anyway)."""
+        self._check_not_ended()
+        transaction = self._transaction
+        if not transaction.begin_abort():
+            transaction.pinned_address = None
+            return
+        operation = AbortTransactionOperation(transaction.commit_write_concern(retrying=False),
+                                              transaction.recovery_token)
+        try:
+            self._client._end_transaction(operation, self)
+        except GreenMongoError:
+            pass  # the spec: abortTransaction errors are not reported
+        finally:
+            transaction.pinned_address = None
 
-    def with_transaction(self, *args: Any, **kwargs: Any) -> Any:
-        raise InvalidOperation("transactions are not supported by greenmongo yet")
+    def with_transaction(self, callback: Callable[["ClientSession"], Any], read_concern: Any = None,
+                         write_concern: Any = None, read_preference: Any = None,
+                         max_commit_time_ms: Optional[int] = None) -> Any:
+        """Run ``callback(session)`` in a transaction and commit, retrying transient failures for 120 s."""
+        started = time.monotonic()
+
+        def within_time() -> bool:
+            return time.monotonic() - started < _WITH_TRANSACTION_TIMEOUT
+
+        while True:
+            self.start_transaction(read_concern, write_concern, read_preference, max_commit_time_ms)
+            try:
+                result = callback(self)
+            except BaseException as exc:
+                if self.in_transaction:
+                    self.abort_transaction()
+                if (isinstance(exc, GreenMongoError) and exc.has_error_label(TRANSIENT_TRANSACTION_ERROR)
+                        and within_time()):
+                    continue
+                raise
+            if not self.in_transaction:
+                return result  # the callback committed or aborted itself
+            while True:
+                try:
+                    self.commit_transaction()
+                except GreenMongoError as exc:
+                    if (exc.has_error_label(UNKNOWN_COMMIT_RESULT) and within_time()
+                            and not is_max_time_expired(exc)):
+                        continue
+                    if exc.has_error_label(TRANSIENT_TRANSACTION_ERROR) and within_time():
+                        break
+                    raise
+                return result
 
     def __enter__(self) -> "ClientSession":
         return self
@@ -212,3 +298,46 @@ class ClientSession:
         operation_time = reply.get("operationTime")
         if isinstance(operation_time, Timestamp):
             self.advance_operation_time(operation_time)
+        token = reply.get("recoveryToken")
+        if token is not None and self._transaction.state is not TransactionState.NONE:
+            self._transaction.recovery_token = token
+        if self._options.snapshot and self._snapshot_time is None:
+            cursor = reply.get("cursor")
+            at = (cursor.get("atClusterTime") if isinstance(cursor, Mapping) else None) or reply.get("atClusterTime")
+            if isinstance(at, Timestamp):
+                self._snapshot_time = at
+
+    def _next_txn_number(self) -> int:
+        """A new transaction number for a retryable write (kept across its retry)."""
+        server_session = self._use_server_session()
+        server_session.txn_number += 1
+        return server_session.txn_number
+
+    def _txn_number(self) -> int:
+        return self._use_server_session().txn_number
+
+    def _read_concern_extra(self) -> Optional[dict[str, Any]]:
+        """afterClusterTime (causal consistency) or atClusterTime (snapshot) for a command's readConcern."""
+        if self._options.snapshot:
+            return {"atClusterTime": self._snapshot_time} if self._snapshot_time is not None else None
+        if self._options.causal_consistency and self._operation_time is not None:
+            return {"afterClusterTime": self._operation_time}
+        return None
+
+
+class _TransactionContext:
+    """``with session.start_transaction():`` commits at the end of the block, aborts on an exception."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self._session = session
+
+    def __enter__(self) -> "_TransactionContext":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
+        if not self._session.in_transaction:
+            return
+        if exc_type is None:
+            self._session.commit_transaction()
+        else:
+            self._session.abort_transaction()

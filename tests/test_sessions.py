@@ -69,8 +69,9 @@ def test_explicit_session_and_cluster_time_gossip(observed) -> None:
     coll.find_one({})
     sent = recorder.started_events[-1].command["$clusterTime"]["clusterTime"]
     assert sent >= session.cluster_time["clusterTime"]
-    with pytest.raises(InvalidOperation, match="transactions"):
-        client.start_session().start_transaction()
+    with client.start_session(snapshot=True) as snapshot_session:
+        with pytest.raises(InvalidOperation, match="snapshot sessions"):
+            snapshot_session.start_transaction()
 
 
 def test_pool_discards_dirty_and_expiring_sessions() -> None:

@@ -250,6 +250,8 @@ class ExecutionFields:
     cluster_time: Optional[Mapping[str, Any]] = None
     read_preference: Optional[Mapping[str, Any]] = None
     max_time_ms: Optional[int] = None
+    session_read_concern: bool = False
+    """The read concern fields come from the session (causal, snapshot): any command carries them."""
 
 
 NO_EXECUTION_FIELDS = ExecutionFields()
@@ -260,12 +262,14 @@ def apply_execution_fields(body: Mapping[str, Any], fields: ExecutionFields, *, 
     """A copy of ``body`` with the executor's fields placed (the command name stays first).
 
     Concern fields are only touched for commands that take them, so a
-    user-written command (run_command) is sent exactly as given.
+    user-written command (run_command) is sent as given, except for what a
+    transaction or a snapshot session requires of every command.
     """
     out = dict(body)
     if fields.in_transaction and supports_write_concern:
         out.pop("writeConcern", None)
-    if supports_read_concern:
+    # A transaction's first statement and a session's causal/snapshot fields reach every command.
+    if supports_read_concern or fields.start_transaction or fields.session_read_concern:
         if fields.in_transaction:
             out.pop("readConcern", None)
         if fields.read_concern is not None:
@@ -320,6 +324,12 @@ class Operation(Generic[ResultT]):
     supports_write_concern: bool = False
     accepts_max_time_ms: bool = True
     allowable_errors: tuple = ()
+    #: commitTransaction / abortTransaction: sent with the session's transaction number, retried once always.
+    ends_transaction: bool = False
+    #: Which of an explicit session's readConcern fields the command carries, whatever its own concern:
+    #: "all" (causal afterClusterTime and snapshot), "snapshot" (run_command: never afterClusterTime),
+    #: "none" (getMore, killCursors).
+    session_read_concern: str = "all"
 
     def __init__(self, dbname: str, *, read_preference: Optional[ServerMode] = None,
                  codec_options: Optional[CodecOptions] = None) -> None:
@@ -342,7 +352,9 @@ class Operation(Generic[ResultT]):
         body = apply_execution_fields(command.body, fields, supports_read_concern=self.supports_read_concern,
                                       supports_write_concern=self.supports_write_concern,
                                       accepts_max_time_ms=self.accepts_max_time_ms)
-        return Command(command.dbname, body, command.sequences, acknowledged=command.acknowledged,
+        # Statements in a transaction are always acknowledged: the transaction's write concern is the commit's.
+        return Command(command.dbname, body, command.sequences,
+                       acknowledged=command.acknowledged or fields.in_transaction,
                        exhaust_allowed=command.exhaust_allowed)
 
     def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> ResultT:

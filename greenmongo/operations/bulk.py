@@ -351,9 +351,16 @@ class BulkWriteBatch(Operation[Optional[Mapping[str, Any]]]):
             raise
         wce = reply.get("writeConcernError")
         if bulk.acknowledged and wce and wce.get("code") in RETRYABLE_WRITE_ERROR_CODES:
+            # Raised without merging (the executor may retry this batch); the reply's labels (a 4.4+
+            # server's RetryableWriteError) travel on the error.
             provisional = copy.deepcopy(bulk.full_result)
             bulk._merge(self.run, self.start, reply, provisional)
-            raise_bulk_write_error(provisional)
+            try:
+                raise_bulk_write_error(provisional)
+            except OperationFailure as error:
+                for label in reply.get("errorLabels") or ():
+                    error._add_error_label(label)
+                raise
         bulk._completed(self, reply)
         return reply
 

@@ -41,7 +41,7 @@ from greenmongo.operations.base import (
 )
 from greenmongo.operations.bulk import COMMAND_FIELDS_RESERVE
 from greenmongo.operations.cursor_state import CursorState
-from greenmongo.operations.replies import write_concern_error_document
+from greenmongo.operations.replies import raise_write_concern_error, write_concern_error_document
 from greenmongo.operations.requests import DELETE, INSERT, UPDATE, WRITE_MODEL_TYPES, ensure_id
 from greenmongo.operations.results import ClientBulkWriteResult, DeleteResult, InsertOneResult, UpdateResult
 from greenmongo.operations.write import validate_write_options, write_option_fields
@@ -277,6 +277,10 @@ class ClientBulkWriteBatch(Operation[Optional[CursorState]]):
             bulk._completed(self)
             return None
         self.check_reply(reply, wire)
+        if (self.retryable and reply.get("writeConcernError")
+                and "RetryableWriteError" in (reply.get("errorLabels") or ())):
+            # Not recorded: the executor retries this batch (same txnNumber) and the retry's reply counts.
+            raise_write_concern_error(write_concern_error_document(reply) or {})
         bulk._record_summary(self, reply)
         bulk._completed(self)
         state = CursorState.from_reply(reply, default_namespace="admin.$cmd.bulkWrite", address=wire.address,

@@ -166,6 +166,7 @@ class GetMoreOperation(Operation[list]):
     """The next batch of a cursor; ``parse`` returns it and updates the state."""
 
     name = "getMore"
+    session_read_concern = "none"
 
     def __init__(self, state: CursorState) -> None:
         super().__init__(state.dbname, codec_options=state.codec_options)
@@ -200,6 +201,7 @@ class KillCursorsOperation(Operation[Mapping[str, Any]]):
     """Kill server-side cursors; the reply may be ignored, so ``parse`` never raises for it."""
 
     name = "killCursors"
+    session_read_concern = "none"
 
     def __init__(self, dbname: str, collection: str, cursor_ids: list[int]) -> None:
         super().__init__(dbname)

@@ -36,6 +36,8 @@ def command_document(command: Union[str, Mapping[str, Any]], value: Any = 1, com
 class RunCommandOperation(Operation[Mapping[str, Any]]):
     """An arbitrary command; ``check=False`` returns ``ok: 0`` replies instead of raising."""
 
+    session_read_concern = "snapshot"
+
     def __init__(self, dbname: str, command: Mapping[str, Any], *, read_preference: Optional[ServerMode] = None,
                  codec_options: Optional[CodecOptions] = None, check: bool = True,
                  allowable_errors: Optional[Container] = None) -> None:

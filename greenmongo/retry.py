@@ -1,0 +1,134 @@
+"""Retry rules (Retryable Reads and Retryable Writes specs): which errors are retried, which labels the
+driver adds, and which of two errors the user sees.
+
+Pure functions over errors and server descriptions; the executor applies them around its one
+``_attempt``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from greenmongo.errors import (
+    BulkWriteError,
+    ClientBulkWriteException,
+    ConnectionFailure,
+    InvalidOperation,
+    NotPrimaryError,
+    OperationFailure,
+    PoolClosedError,
+    ServerSelectionTimeoutError,
+    WaitQueueTimeoutError,
+    WriteConcernError,
+)
+from greenmongo.sdam.server_type import ServerType
+
+RETRYABLE_WRITE_ERROR = "RetryableWriteError"
+NO_WRITES_PERFORMED = "NoWritesPerformed"
+
+#: Server error codes after which a read may be retried (Retryable Reads spec, "Retryable Error").
+RETRYABLE_READ_CODES = frozenset({262, 11600, 11602, 10107, 13435, 13436, 189, 134, 91, 7, 6, 89, 9001})
+#: Codes a pre-4.4 server's error is labelled RetryableWriteError for, by the driver (4.4+ servers label).
+RETRYABLE_WRITE_CODES = frozenset({11600, 11602, 10107, 13435, 13436, 189, 91, 7, 6, 89, 9001, 262})
+_WIRE_4_4 = 9
+
+_UNSUPPORTED_MESSAGE = ("This MongoDB deployment does not support retryable writes. Please add retryWrites=false "
+                        "to your connection string.")
+
+
+def is_network_error(error: BaseException) -> bool:
+    """An error the driver raised for the connection (not derived from a server reply)."""
+    return isinstance(error, ConnectionFailure) and not isinstance(
+        error, (NotPrimaryError, ServerSelectionTimeoutError, WaitQueueTimeoutError))
+
+
+def is_retryable_read_error(error: BaseException) -> bool:
+    """A network error, a cleared pool, or one of the spec's server error codes."""
+    if isinstance(error, (ServerSelectionTimeoutError, WaitQueueTimeoutError)):
+        return False
+    if isinstance(error, ConnectionFailure):  # network errors and timeouts, PoolClearedError, NotPrimaryError
+        return True
+    return isinstance(error, OperationFailure) and error.code in RETRYABLE_READ_CODES
+
+
+def never_reached_server(error: BaseException) -> bool:
+    """Errors of the driver's own making before anything was sent: a retry's such error hides nothing."""
+    return isinstance(error, (ServerSelectionTimeoutError, WaitQueueTimeoutError, PoolClosedError, InvalidOperation))
+
+
+def add_retryable_write_label(error: BaseException, max_wire_version: Optional[int], server_type: Any) -> None:
+    """Add RetryableWriteError where the driver must (a client with retryWrites, outside transactions).
+
+    Network errors (and a cleared pool) always; for a server older than 4.4, the listed codes at the
+    top level or in a mongod's writeConcernError. A 4.4+ server labels its own replies.
+    """
+    label = getattr(error, "_add_error_label", None)
+    if label is None:
+        return
+    if is_network_error(error):
+        label(RETRYABLE_WRITE_ERROR)
+        return
+    if (max_wire_version or 0) >= _WIRE_4_4:
+        return
+    if isinstance(error, NotPrimaryError):
+        code = _code_of(getattr(error, "details", None) or getattr(error, "errors", None))
+        if code in RETRYABLE_WRITE_CODES or code is None:
+            label(RETRYABLE_WRITE_ERROR)
+        return
+    if not isinstance(error, OperationFailure):
+        return
+    if error.code in RETRYABLE_WRITE_CODES and not isinstance(error, (BulkWriteError, ClientBulkWriteException)):
+        label(RETRYABLE_WRITE_ERROR)
+        return
+    if server_type is not ServerType.Mongos:
+        concern_error = write_concern_error_of(error)
+        if concern_error is not None and concern_error.get("code") in RETRYABLE_WRITE_CODES:
+            label(RETRYABLE_WRITE_ERROR)
+
+
+def write_concern_error_of(error: OperationFailure) -> Optional[Mapping[str, Any]]:
+    """The writeConcernError an error carries: a single write's, or a bulk batch's last one."""
+    details = error.details
+    if not isinstance(details, Mapping):
+        return None
+    if isinstance(error, BulkWriteError):
+        errors = details.get("writeConcernErrors") or []
+        return errors[-1] if errors else None
+    concern_error = details.get("writeConcernError")
+    if concern_error is not None:
+        return concern_error
+    if isinstance(error, WriteConcernError):  # a single write's: details is the writeConcernError itself
+        return details
+    return None
+
+
+def is_retryable_write_error(error: BaseException) -> bool:
+    has_label = getattr(error, "has_error_label", None)
+    return bool(has_label and has_label(RETRYABLE_WRITE_ERROR))
+
+
+def error_after_retry(first: BaseException, retry_error: BaseException) -> BaseException:
+    """Which error the user sees when the retry failed too (Retryable Writes spec)."""
+    if never_reached_server(retry_error):
+        return first
+    has_label = getattr(retry_error, "has_error_label", None)
+    if has_label is not None and has_label(NO_WRITES_PERFORMED):
+        return first
+    return retry_error
+
+
+def unsupported_retryable_writes_error(error: BaseException) -> Optional[OperationFailure]:
+    """Code 20 "Transaction numbers ..." (a storage engine without retryable writes): the actionable error."""
+    if not isinstance(error, OperationFailure) or error.code != 20:
+        return None
+    details = error.details if isinstance(error.details, Mapping) else {}
+    if not str(details.get("errmsg", "")).startswith("Transaction numbers"):
+        return None
+    return OperationFailure(_UNSUPPORTED_MESSAGE, 20, details)
+
+
+def _code_of(details: Any) -> Optional[int]:
+    if isinstance(details, Mapping):
+        code = details.get("code")
+        return code if isinstance(code, int) else None
+    return None

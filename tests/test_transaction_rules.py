@@ -1,0 +1,220 @@
+"""The pure cores of transactions and retries: the session's transaction state machine, option
+inheritance, the commit write concern, and the error-label and retry rules. No server."""
+
+from __future__ import annotations
+
+import pytest
+
+from greenmongo.errors import (
+    AutoReconnect,
+    BulkWriteError,
+    ConfigurationError,
+    InvalidOperation,
+    NotPrimaryError,
+    OperationFailure,
+    PoolClearedError,
+    ServerSelectionTimeoutError,
+    WaitQueueTimeoutError,
+    WriteConcernError,
+)
+from greenmongo.options.read_concern import ReadConcern
+from greenmongo.options.read_preferences import ReadPreference
+from greenmongo.options.write_concern import WriteConcern
+from greenmongo.retry import (
+    add_retryable_write_label,
+    error_after_retry,
+    is_retryable_read_error,
+    unsupported_retryable_writes_error,
+)
+from greenmongo.sdam.server_type import ServerType
+from greenmongo.transaction import (
+    Transaction,
+    TransactionOptions,
+    TransactionState,
+    is_max_time_expired,
+    label_commit_error,
+    label_statement_error,
+)
+
+
+def started(options: TransactionOptions | None = None) -> Transaction:
+    transaction = Transaction()
+    transaction.start(options or TransactionOptions())
+    return transaction
+
+
+# -- the state machine ---------------------------------------------------------------------------
+
+def test_a_transaction_with_no_statement_commits_and_aborts_without_a_command() -> None:
+    transaction = started()
+    assert transaction.active and transaction.starting
+    assert transaction.begin_commit() is False
+    assert transaction.state is TransactionState.COMMITTED_EMPTY
+    assert transaction.begin_commit() is False  # committing an empty transaction again is still a no-op
+    transaction = started()
+    assert transaction.begin_abort() is False
+    assert transaction.state is TransactionState.ABORTED
+
+
+def test_statements_move_starting_to_in_progress_and_commit_sends_once_then_retries_with_majority() -> None:
+    transaction = started(TransactionOptions(write_concern=WriteConcern(w=1, wtimeout=50)))
+    transaction.statement_sent()
+    assert transaction.state is TransactionState.IN_PROGRESS and not transaction.starting
+    assert transaction.begin_commit() is True
+    assert transaction.commit_write_concern(retrying=False) == {"w": 1, "wtimeout": 50}
+    # The user commits again after an unknown outcome: w: majority, the user's wtimeout kept.
+    assert transaction.begin_commit() is True
+    assert transaction.commit_write_concern(retrying=False) == {"w": "majority", "wtimeout": 50}
+
+
+def test_the_driver_retry_of_a_commit_adds_wtimeout_when_there_is_none() -> None:
+    transaction = started()
+    transaction.statement_sent()
+    transaction.begin_commit()
+    assert transaction.commit_write_concern(retrying=False) is None  # the server default: no writeConcern
+    assert transaction.commit_write_concern(retrying=True) == {"w": "majority", "wtimeout": 10000}
+
+
+@pytest.mark.parametrize("setup, call, message", [
+    (lambda t: None, "begin_commit", "No transaction started"),
+    (lambda t: None, "begin_abort", "No transaction started"),
+    (lambda t: (t.start(TransactionOptions()), t.begin_abort()), "begin_commit",
+     "Cannot call commitTransaction after calling abortTransaction"),
+    (lambda t: (t.start(TransactionOptions()), t.begin_abort()), "begin_abort", "Cannot call abortTransaction twice"),
+    (lambda t: (t.start(TransactionOptions()), t.begin_commit()), "begin_abort",
+     "Cannot call abortTransaction after calling commitTransaction"),
+])
+def test_out_of_order_calls_are_refused(setup, call, message) -> None:
+    transaction = Transaction()
+    setup(transaction)
+    with pytest.raises(InvalidOperation, match=message):
+        getattr(transaction, call)()
+
+
+def test_starting_twice_is_refused_and_reset_forgets_everything() -> None:
+    transaction = started()
+    with pytest.raises(InvalidOperation, match="already in progress"):
+        transaction.start(TransactionOptions())
+    transaction.pinned_address = ("a", 1)
+    transaction.recovery_token = {"t": 1}
+    transaction.reset()
+    assert transaction.state is TransactionState.NONE and transaction.pinned_address is None
+    assert transaction.recovery_token is None and not transaction.active
+
+
+# -- options -------------------------------------------------------------------------------------
+
+class _Client:
+    read_concern = ReadConcern("local")
+    write_concern = WriteConcern(w=1)
+    read_preference = ReadPreference.PRIMARY
+
+
+def test_options_inherit_from_session_defaults_then_the_client() -> None:
+    defaults = TransactionOptions(read_concern=ReadConcern("majority"), max_commit_time_ms=100)
+    merged = TransactionOptions(write_concern=WriteConcern(w="majority")).merged_over(defaults, client=_Client())
+    assert merged.read_concern == ReadConcern("majority")
+    assert merged.write_concern == WriteConcern(w="majority")
+    assert merged.read_preference == ReadPreference.PRIMARY
+    assert merged.max_commit_time_ms == 100
+
+
+def test_unacknowledged_transactions_and_wrong_types_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="unacknowledged"):
+        TransactionOptions(write_concern=WriteConcern(w=0))
+    with pytest.raises(TypeError):
+        TransactionOptions(read_concern={"level": "majority"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        TransactionOptions(max_commit_time_ms=True)
+
+
+def test_read_preference_defaults_to_primary() -> None:
+    assert started().read_preference() == ReadPreference.PRIMARY
+    assert started(TransactionOptions(read_preference=ReadPreference.SECONDARY)).read_preference() == \
+        ReadPreference.SECONDARY
+
+
+# -- labels --------------------------------------------------------------------------------------
+
+def test_network_and_selection_errors_in_a_transaction_are_transient() -> None:
+    for error in (AutoReconnect("closed"), ServerSelectionTimeoutError("none")):
+        label_statement_error(error)
+        assert error.has_error_label("TransientTransactionError")
+    failure = OperationFailure("dup", 11000, {"code": 11000})
+    label_statement_error(failure)
+    assert not failure.has_error_label("TransientTransactionError")
+
+
+@pytest.mark.parametrize("error, unknown", [
+    (AutoReconnect("closed", {"errorLabels": ["TransientTransactionError"]}), True),
+    (OperationFailure("x", 189, {"code": 189, "errorLabels": ["RetryableWriteError"]}), True),
+    (OperationFailure("x", 50, {"code": 50}), True),  # MaxTimeMSExpired
+    (WriteConcernError("x", 64, {"code": 64}), True),
+    (WriteConcernError("x", 100, {"code": 100}), False),  # UnsatisfiableWriteConcern
+    (WriteConcernError("x", 79, {"code": 79}), False),  # UnknownReplWriteConcern
+    (OperationFailure("x", 11601, {"code": 11601}), False),  # Interrupted: a plain failure
+])
+def test_commit_errors_with_an_unknown_outcome_are_labelled(error, unknown) -> None:
+    label_commit_error(error)
+    assert error.has_error_label("UnknownTransactionCommitResult") is unknown
+    if unknown:
+        assert not error.has_error_label("TransientTransactionError")
+
+
+def test_max_time_expired_is_recognised_as_a_command_error_or_a_write_concern_error() -> None:
+    assert is_max_time_expired(OperationFailure("x", 50, {"code": 50}))
+    assert is_max_time_expired(WriteConcernError("x", 50, {"writeConcernError": {"code": 50}}))
+    assert not is_max_time_expired(OperationFailure("x", 64, {"code": 64}))
+
+
+# -- retry rules ---------------------------------------------------------------------------------
+
+def test_the_driver_labels_network_errors_but_not_a_modern_server_reply() -> None:
+    network = AutoReconnect("reset")
+    add_retryable_write_label(network, 25, ServerType.RSPrimary)
+    assert network.has_error_label("RetryableWriteError")
+    cleared = PoolClearedError("cleared")  # labelled from birth
+    assert cleared.has_error_label("RetryableWriteError")
+    not_primary = NotPrimaryError("stepped down", {"code": 11600, "errorLabels": []})
+    add_retryable_write_label(not_primary, 25, ServerType.RSPrimary)
+    assert not not_primary.has_error_label("RetryableWriteError")  # a 4.4+ server labels its own replies
+
+
+def test_pre_44_servers_are_labelled_by_code_and_by_a_mongod_write_concern_error() -> None:
+    stepped_down = NotPrimaryError("stepped down", {"code": 189})
+    add_retryable_write_label(stepped_down, 8, ServerType.RSPrimary)
+    assert stepped_down.has_error_label("RetryableWriteError")
+    failure = OperationFailure("x", 91, {"code": 91})
+    add_retryable_write_label(failure, 8, ServerType.RSPrimary)
+    assert failure.has_error_label("RetryableWriteError")
+    bulk = BulkWriteError({"writeErrors": [], "writeConcernErrors": [{"code": 91, "errmsg": "shutdown"}]})
+    add_retryable_write_label(bulk, 8, ServerType.RSPrimary)
+    assert bulk.has_error_label("RetryableWriteError")
+    from_mongos = BulkWriteError({"writeErrors": [], "writeConcernErrors": [{"code": 91, "errmsg": "shutdown"}]})
+    add_retryable_write_label(from_mongos, 8, ServerType.Mongos)
+    assert not from_mongos.has_error_label("RetryableWriteError")
+    duplicate = OperationFailure("dup", 11000, {"code": 11000})
+    add_retryable_write_label(duplicate, 8, ServerType.RSPrimary)
+    assert not duplicate.has_error_label("RetryableWriteError")
+
+
+def test_which_error_the_user_sees_after_a_failed_retry() -> None:
+    first = AutoReconnect("first")
+    second = OperationFailure("second", 91, {"code": 91})
+    assert error_after_retry(first, second) is second
+    assert error_after_retry(first, ServerSelectionTimeoutError("no server")) is first
+    assert error_after_retry(first, WaitQueueTimeoutError("pool")) is first
+    no_writes = OperationFailure("x", 91, {"code": 91, "errorLabels": ["NoWritesPerformed"]})
+    assert error_after_retry(first, no_writes) is first
+
+
+def test_retryable_reads_and_the_unsupported_storage_engine_message() -> None:
+    assert is_retryable_read_error(AutoReconnect("x"))
+    assert is_retryable_read_error(OperationFailure("x", 91, {"code": 91}))
+    assert not is_retryable_read_error(ServerSelectionTimeoutError("x"))
+    assert not is_retryable_read_error(OperationFailure("x", 11000, {"code": 11000}))
+    replaced = unsupported_retryable_writes_error(
+        OperationFailure("Transaction numbers are only allowed on ...", 20,
+                         {"code": 20, "errmsg": "Transaction numbers are only allowed on ..."}))
+    assert replaced is not None and "retryWrites=false" in str(replaced)
+    assert unsupported_retryable_writes_error(OperationFailure("other", 20, {"code": 20, "errmsg": "other"})) is None

@@ -1,0 +1,139 @@
+"""Transactions and retryable writes against SecantusDB: what is sent, what lands, and that a
+greenlet killed inside a transaction leaves nothing behind (the transaction is aborted, the
+connection and the server session are given back)."""
+
+from __future__ import annotations
+
+import gevent
+import pytest
+
+from greenmongo import MongoClient
+from greenmongo.errors import AutoReconnect, InvalidOperation, OperationFailure
+from greenmongo.read_preferences import ReadPreference
+from greenmongo.write_concern import WriteConcern
+from tests.api_support import Recorder, scratch_database
+from tests.test_kill_safety_e2e import pool_problems
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture
+def coll(client):
+    with scratch_database(client, "txn") as db:
+        db.create_collection("c")
+        yield db.c
+
+
+def _fail_point(client: MongoClient, mode, **data) -> None:
+    client.admin.command({"configureFailPoint": "failCommand", "mode": mode, "data": data})
+
+
+def _off(client: MongoClient) -> None:
+    client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+
+
+def test_with_transaction_sends_the_transaction_fields_and_commits(client, recorder, coll) -> None:
+    with client.start_session() as session:
+        recorder.clear()
+        result = session.with_transaction(
+            lambda s: (coll.insert_one({"_id": 1}, session=s), coll.insert_one({"_id": 2}, session=s)) and "done",
+            write_concern=WriteConcern(w="majority"))
+        assert result == "done"
+        assert not session.in_transaction
+    first, second = recorder.commands("insert")
+    assert first["startTransaction"] is True and first["autocommit"] is False
+    assert "startTransaction" not in second and second["autocommit"] is False
+    assert first["txnNumber"] == second["txnNumber"]
+    assert "writeConcern" not in first and "writeConcern" not in second
+    [commit] = recorder.commands("commitTransaction")
+    assert commit["txnNumber"] == first["txnNumber"] and commit["writeConcern"] == {"w": "majority"}
+    assert sorted(doc["_id"] for doc in coll.find()) == [1, 2]
+
+
+def test_an_exception_in_the_block_aborts_and_nothing_lands(client, recorder, coll) -> None:
+    with client.start_session() as session:
+        with pytest.raises(ZeroDivisionError):
+            with session.start_transaction():
+                coll.insert_one({"_id": 1}, session=session)
+                assert coll.count_documents({}) == 0  # not visible outside the transaction
+                1 / 0
+        assert recorder.names()[-1] == "abortTransaction"
+        with pytest.raises(InvalidOperation, match="twice"):
+            session.abort_transaction()
+    assert coll.count_documents({}) == 0
+
+
+def test_reads_in_a_transaction_must_use_primary(client, coll) -> None:
+    with client.start_session() as session:
+        with session.start_transaction(read_preference=ReadPreference.SECONDARY):
+            with pytest.raises(InvalidOperation, match="must be primary"):
+                coll.find_one({}, session=session)
+            session.abort_transaction()
+
+
+def test_a_retryable_write_is_retried_once_with_the_same_transaction_number(client, recorder, coll) -> None:
+    _fail_point(client, {"times": 1}, failCommands=["insert"], closeConnection=True)
+    try:
+        recorder.clear()
+        coll.insert_one({"_id": 7})
+    finally:
+        _off(client)
+    attempts = [event.command for event in recorder.started_events if event.command_name == "insert"]
+    assert len(attempts) == 2
+    assert attempts[0]["txnNumber"] == attempts[1]["txnNumber"] and attempts[0]["lsid"] == attempts[1]["lsid"]
+    assert coll.count_documents({"_id": 7}) == 1
+
+
+def test_without_retry_writes_there_is_no_transaction_number_and_no_retry(server_uri, coll) -> None:
+    recorder = Recorder()
+    with MongoClient(server_uri, retryWrites=False, event_listeners=[recorder]) as client:
+        target = client[coll.database.name].c
+        _fail_point(client, {"times": 1}, failCommands=["insert"], closeConnection=True)
+        try:
+            with pytest.raises(AutoReconnect):
+                target.insert_one({"_id": 8})
+        finally:
+            _off(client)
+        [attempt] = recorder.commands("insert")
+        assert "txnNumber" not in attempt
+
+
+def test_a_non_retryable_server_error_is_raised_at_once(client, recorder, coll) -> None:
+    _fail_point(client, {"times": 1}, failCommands=["insert"], errorCode=2, errorLabels=[])
+    try:
+        recorder.clear()
+        with pytest.raises(OperationFailure) as info:
+            coll.insert_one({"_id": 9})
+    finally:
+        _off(client)
+    assert info.value.code == 2 and len(recorder.commands("insert")) == 1
+
+
+def test_a_greenlet_killed_inside_a_transaction_leaks_nothing(client, coll) -> None:
+    """Killed while its second statement waits on the server: the ``with`` blocks abort the
+    transaction and end the session; the pool is at rest and nothing was committed."""
+    _fail_point(client, {"times": 1}, failCommands=["insert"], blockConnection=True, blockTimeMS=2000)
+    inside = gevent.event.Event()
+
+    def work() -> None:
+        with client.start_session() as session:
+            with session.start_transaction():
+                coll.find_one({}, session=session)
+                inside.set()
+                coll.insert_one({"_id": 1}, session=session)
+
+    try:
+        worker = gevent.spawn(work)
+        inside.wait(5)
+        gevent.sleep(0.2)  # the insert is on the wire, blocked by the failpoint
+        worker.kill(block=True, timeout=10)
+        assert worker.dead
+    finally:
+        _off(client)
+    assert coll.count_documents({}) == 0
+    assert pool_problems(client, closed=False) == []
+    # The next transaction on the same client works and commits.
+    with client.start_session() as session:
+        with session.start_transaction():
+            coll.insert_one({"_id": 2}, session=session)
+    assert [doc["_id"] for doc in coll.find()] == [2]
