@@ -129,6 +129,12 @@ class NotPrimaryError(AutoReconnect):
     def __init__(self, message: str = "", errors: Any = None) -> None:
         super().__init__(_format_detailed_error(message, errors), errors=errors)
 
+    @property
+    def code(self) -> Optional[int]:
+        """The server's error code (it is a server reply, unlike other AutoReconnect errors)."""
+        code = self.details.get("code") if isinstance(self.details, Mapping) else None
+        return code if isinstance(code, int) else None
+
 
 class ServerSelectionTimeoutError(AutoReconnect):
     """No suitable server within serverSelectionTimeoutMS."""
@@ -277,5 +283,24 @@ class EncryptionError(GreenMongoError):
         self.cause = cause
 
 
+# -- GridFS (greenmongo.gridfs re-exports these, as PyMongo's gridfs.errors does) --------------
+
+class GridFSError(GreenMongoError):
+    """Base of the errors GridFS raises on its own (server errors stay OperationFailure)."""
+
+
+class CorruptGridFile(GridFSError):
+    """A stored file whose chunks do not match its files document (missing, out of order, wrong size)."""
+
+
+class NoFile(GridFSError):
+    """No stored file has that id, name or revision."""
+
+
+class FileExists(GridFSError):
+    """An upload's file id is already used by another stored file."""
+
+
 __all__ = [name for name, value in list(globals().items())
            if isinstance(value, type) and issubclass(value, BaseException)] + ["PyMongoError"]
+

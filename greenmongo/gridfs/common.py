@@ -1,0 +1,31 @@
+"""What GridIn, GridOut, GridOutCursor and GridFSBucket all check about the objects they are given."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from greenmongo.collection import Collection
+from greenmongo.errors import InvalidOperation
+
+
+def refuse_transaction(session: Any) -> None:
+    """GridFS spreads one file over many documents and commands: it is not for transactions (as in PyMongo)."""
+    if session is not None and getattr(session, "in_transaction", False):
+        raise InvalidOperation("GridFS does not support multi-document transactions")
+
+
+def gridfs_root(collection: Any) -> Collection:
+    """The bucket's root collection (``fs``) with the application's custom type codecs removed.
+
+    GridFS reads and writes its own documents; a type registry meant for application documents
+    must not turn chunk data or file ids into something else.
+    """
+    if not isinstance(collection, Collection):
+        raise TypeError(f"root_collection must be an instance of Collection, not {type(collection).__name__}")
+    codec_options = collection.codec_options
+    if not codec_options.type_registry.is_empty:
+        collection = collection.with_options(codec_options=codec_options.with_options(type_registry=None))
+    return collection
+
+
+__all__ = ["gridfs_root", "refuse_transaction"]
