@@ -21,11 +21,17 @@ UNIFIED_SUITES = [
     "run-command/tests/unified",
     "command-logging-and-monitoring/tests/monitoring",
     "command-logging-and-monitoring/tests/logging",
-    # Next, as their features land: "retryable-reads/tests/unified", "retryable-writes/tests/unified",
-    # "sessions/tests", "transactions/tests/unified", "transactions-convenient-api/tests/unified",
-    # "change-streams/tests/unified", "gridfs/tests", "versioned-api/tests", "load-balancers/tests",
-    # "server-discovery-and-monitoring/tests/unified", "connection-monitoring-and-pooling/tests/logging",
-    # "server-selection/tests/logging", "causal-consistency/tests", "read-write-concern/tests/operation".
+    "retryable-writes/tests/unified",
+    "transactions/tests/unified",
+    "transactions-convenient-api/tests/unified",
+    "sessions/tests",
+    "causal-consistency/tests",
+    "change-streams/tests/unified",
+    "gridfs/tests",
+    # Next, as their features land: "retryable-reads/tests/unified", "versioned-api/tests",
+    # "load-balancers/tests", "server-discovery-and-monitoring/tests/unified",
+    # "connection-monitoring-and-pooling/tests/logging", "server-selection/tests/logging",
+    # "read-write-concern/tests/operation", "client-backpressure/tests".
 ]
 
 

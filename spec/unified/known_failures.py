@@ -16,33 +16,111 @@ from typing import Optional
 SERVER = "server"
 FEATURE = "feature"
 
-_TRANSACTIONS = "greenmongo has no transactions yet: Transactions spec, a later issue"
-_RETRYABLE_WRITES = ("greenmongo has no retryable writes yet (they need sessions' txnNumber): "
-                     "Retryable Writes spec, a later issue")
 _LONG_HELLO = ("SecantusDB's replica-set hello reply is longer than the default 1000-character log truncation, "
                "so $$matchAsDocument cannot parse the logged reply; PyMongo 4.20 fails these the same way")
 _NEVER_COMMITTED = ("SecantusDB accepts the onPrimaryTransactionalWrite failpoint but does not apply "
                     "failBeforeCommitExceptionCode; PyMongo 4.20 fails it the same way")
 
+_PRIMARY_TXN_WRITE = ("SecantusDB accepts the onPrimaryTransactionalWrite failpoint but never acts on it (no closed "
+                      "connection, no failBeforeCommitExceptionCode); PyMongo 4.20 fails these the same way")
+_NO_RETRY_DEDUP = ("SecantusDB does not recognise a retried write by its txnNumber: after a retryable "
+                   "writeConcernError the retry fails with a duplicate key; PyMongo 4.20 fails it the same way")
+_WCE_TIMES = ("SecantusDB's failCommand applies writeConcernError only once whatever mode.times says, so the "
+              "retry succeeds; PyMongo 4.20 fails it the same way")
+_CLOSE_TIMES = ("SecantusDB's failCommand closeConnection with times: 2 fails only the first command, so the "
+                "callback is not retried as the test expects; PyMongo 4.20 fails it the same way")
+_SNAPSHOT = ("SecantusDB ignores readConcern atClusterTime: snapshot reads see later writes; PyMongo 4.20 fails "
+             "these the same way")
+_BULK_READ_CONCERN = ("SecantusDB rejects readConcern on the bulkWrite command (IDLUnknownField); PyMongo 4.20 "
+                      "fails it the same way")
+_BACKPRESSURE = ("Client Backpressure spec (RetryableError/SystemOverloadedError retries with a token bucket) is "
+                 "not implemented: it is not among the specifications in ../shared/spec-docs")
+
 KNOWN_FAILURES: dict[str, tuple[str, str]] = {
-    "unified-test-format/tests/valid-pass/poc-sessions.json::Dirty explicit session is discarded":
-        (FEATURE, _RETRYABLE_WRITES),
-    "unified-test-format/tests/valid-pass/poc-transactions.json::Client side error in command starting "
-    "transaction": (FEATURE, _TRANSACTIONS),
-    "unified-test-format/tests/valid-pass/poc-transactions.json::explicitly create collection using create "
-    "command": (FEATURE, _TRANSACTIONS),
-    "unified-test-format/tests/valid-pass/poc-transactions.json::create index on a non-existing collection":
-        (FEATURE, _TRANSACTIONS),
-    "run-command/tests/unified/runCommand.json::attaches transaction fields to given command":
-        (FEATURE, _TRANSACTIONS),
-    "command-logging-and-monitoring/tests/logging/command.json::A successful commitTransaction command":
-        (FEATURE, _TRANSACTIONS),
-    "command-logging-and-monitoring/tests/logging/command.json::A successful abortTransaction command":
-        (FEATURE, _TRANSACTIONS),
-    "unified-test-format/tests/valid-pass/poc-retryable-writes.json::InsertMany succeeds after PrimarySteppedDown":
-        (FEATURE, _RETRYABLE_WRITES),
-    "command-logging-and-monitoring/tests/monitoring/writeConcernError.json::A retryable write with write concern "
-    "errors publishes success event": (FEATURE, _RETRYABLE_WRITES),
+    "retryable-writes/tests/unified/bulkWrite.json::First command is retried":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/bulkWrite.json::BulkWrite with unordered execution":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/bulkWrite.json::First insertOne is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/bulkWrite.json::Second updateOne is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/bulkWrite.json::Third updateOne is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/insertMany.json::InsertMany succeeds after one network error":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/insertMany.json::InsertMany with unordered execution":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/insertMany.json::InsertMany fails after multiple network errors":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/deleteOne.json::DeleteOne is committed on first attempt":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/deleteOne.json::DeleteOne is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/findOneAndDelete.json::FindOneAndDelete is committed on first attempt":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/findOneAndDelete.json::FindOneAndDelete is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/findOneAndReplace.json::FindOneAndReplace is committed on first attempt":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/findOneAndReplace.json::FindOneAndReplace is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/findOneAndUpdate.json::FindOneAndUpdate is committed on first attempt":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/findOneAndUpdate.json::FindOneAndUpdate is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/insertOne.json::InsertOne is committed on first attempt":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/insertOne.json::InsertOne is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/replaceOne.json::ReplaceOne is committed on first attempt":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/replaceOne.json::ReplaceOne is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/updateOne.json::UpdateOne is committed on first attempt":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/updateOne.json::UpdateOne is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/updateOne.json::UpdateOne with upsert is never committed":
+        (SERVER, _PRIMARY_TXN_WRITE),
+    "retryable-writes/tests/unified/insertOne-errorLabels.json::InsertOne fails after multiple retryable writeConcernErrors":
+        (SERVER, _WCE_TIMES),
+    "unified-test-format/tests/valid-pass/poc-retryable-writes.json::InsertOne fails after multiple retryable writeConcernErrors":
+        (SERVER, _WCE_TIMES),
+    "retryable-writes/tests/unified/client-bulkWrite-serverErrors.json::client bulkWrite with no multi: true operations succeeds after retryable writeConcernError":
+        (SERVER, _NO_RETRY_DEDUP),
+    "transactions-convenient-api/tests/unified/callback-retry.json::callback succeeds after multiple connection errors":
+        (SERVER, _CLOSE_TIMES),
+    "sessions/tests/snapshot-sessions.json::Find operation with snapshot":
+        (SERVER, _SNAPSHOT),
+    "sessions/tests/snapshot-sessions.json::Distinct operation with snapshot":
+        (SERVER, _SNAPSHOT),
+    "sessions/tests/snapshot-sessions.json::Aggregate operation with snapshot":
+        (SERVER, _SNAPSHOT),
+    "sessions/tests/snapshot-sessions.json::Mixed operation with snapshot":
+        (SERVER, _SNAPSHOT),
+    "sessions/tests/snapshot-sessions.json::Write commands with snapshot session do not affect snapshot reads":
+        (SERVER, _SNAPSHOT),
+    "causal-consistency/tests/causal-consistency-clientBulkWrite.json::clientBulkWrite includes afterClusterTime in causally consistent session":
+        (SERVER, _BULK_READ_CONCERN),
+    "transactions/tests/unified/backpressure-retryable-abort.json::abortTransaction retries if backpressure labels are added":
+        (FEATURE, _BACKPRESSURE),
+    "transactions/tests/unified/backpressure-retryable-abort.json::abortTransaction is retried maxAttempts=2 times if backpressure labels are added":
+        (FEATURE, _BACKPRESSURE),
+    "transactions/tests/unified/backpressure-retryable-commit.json::commitTransaction retries if backpressure labels are added":
+        (FEATURE, _BACKPRESSURE),
+    "transactions/tests/unified/backpressure-retryable-commit.json::commitTransaction is retried maxAttempts=2 times if backpressure labels are added":
+        (FEATURE, _BACKPRESSURE),
+    "transactions/tests/unified/backpressure-retryable-reads.json::reads are retried if backpressure labels are added":
+        (FEATURE, _BACKPRESSURE),
+    "transactions/tests/unified/backpressure-retryable-reads.json::reads are retried maxAttempts=2 times if backpressure labels are added":
+        (FEATURE, _BACKPRESSURE),
+    "transactions/tests/unified/backpressure-retryable-writes.json::writes are retried if backpressure labels are added":
+        (FEATURE, _BACKPRESSURE),
+    "transactions/tests/unified/backpressure-retryable-writes.json::writes are retried maxAttempts=2 times if backpressure labels are added":
+        (FEATURE, _BACKPRESSURE),
+    "transactions/tests/unified/backpressure-retryable-writes.json::retry succeeds if backpressure labels are added to the first operation in a transaction":
+        (FEATURE, _BACKPRESSURE),
     "unified-test-format/tests/valid-pass/poc-retryable-writes.json::FindOneAndUpdate is never committed":
         (SERVER, _NEVER_COMMITTED),
     "command-logging-and-monitoring/tests/logging/redacted-commands.json::hello without speculative authenticate "
