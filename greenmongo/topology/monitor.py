@@ -140,9 +140,9 @@ class Monitor:
             self._io.greenlet = gevent.spawn(self._run)
 
     def request_check(self) -> None:
-        """Check soon: ignored while a check is in progress, else after the 500 ms minimum."""
-        if not self._io.active:
-            self._wake.set()
+        """Check soon (after the 500 ms minimum). A request made during a check is kept, not dropped:
+        that check may be the one an application error is about to cancel."""
+        self._wake.set()
 
     def cancel_check(self) -> None:
         """Abandon the check in progress and its connection (an application network error said enough)."""
