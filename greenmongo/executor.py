@@ -14,11 +14,14 @@ afterClusterTime are decided) all wrap the same ``_attempt``.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+import gevent
+
 from greenmongo import logging_format
-from greenmongo.errors import ConnectionFailure, GreenMongoError, InvalidOperation, OperationFailure
+from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure
 from greenmongo.net.settings import server_api_fields
 from greenmongo.monitoring.command import (
     CommandFailedEvent,
@@ -30,12 +33,19 @@ from greenmongo.monitoring.command import (
 from greenmongo.operations.base import ExecutionFields, Operation, WireInfo, reply_ok
 from greenmongo.operations.cursor_state import CursorState
 from greenmongo.options.read_preferences import ReadPreference
+from greenmongo.operations.run_command import RunCommandOperation
 from greenmongo.retry import (
+    MAX_OVERLOAD_RETRIES,
+    NO_WRITES_PERFORMED,
+    RETRY_TOKEN_RETURN_RATE,
+    RETRYABLE_ERROR,
+    SYSTEM_OVERLOADED_ERROR,
+    RetryBudget,
     add_retryable_write_label,
-    error_after_retry,
     is_retryable_read_error,
     is_retryable_write_error,
     never_reached_server,
+    overload_backoff,
     unsupported_retryable_writes_error,
 )
 from greenmongo.sdam.server_type import ServerType
@@ -79,6 +89,7 @@ class Executor:
         self._topology = topology
         self._retry_reads = retry_reads
         self._retry_writes = retry_writes
+        self._retry_budget = RetryBudget()  # the client's token bucket for overload retries
         #: The client: gives implicit sessions (``_implicit_session``) and gossips ``$clusterTime``.
         self._sessions = sessions
         self._command_listeners: Sequence[Any] = tuple(
@@ -112,83 +123,116 @@ class Executor:
 
     def _execute(self, operation: Operation, address: Any, read_preference: Any, holder: "_SessionHolder") -> Any:
         session = holder.explicit
-        if session is not None and not operation.ends_transaction:
-            if session.in_transaction:
-                return self._in_transaction(operation, address, holder, session)
-            if session._transaction.state is not TransactionState.NONE:
-                session._transaction.reset()  # a plain operation ends what is left of the last transaction
+        transaction = None
         if operation.ends_transaction:
-            try:
-                return self._retrying_write(operation, session._transaction.pinned_address, None, holder)
-            except Exception as exc:
+            address = session._transaction.pinned_address
+        elif session is not None:
+            if session.in_transaction:
+                transaction = session._transaction
+                read_preference = transaction.read_preference()
+                if operation.is_read and read_preference.mode != _PRIMARY:
+                    raise InvalidOperation(
+                        f"read preference in a transaction must be primary, not: {read_preference!r}")
+                address = address or transaction.pinned_address
+            elif session._transaction.state is not TransactionState.NONE:
+                session._transaction.reset()  # a plain operation ends what is left of the last transaction
+        try:
+            return self._with_retries(operation, address, read_preference, holder, transaction)
+        except Exception as exc:
+            if operation.ends_transaction:
                 if operation.name == "commitTransaction":
                     label_commit_error(exc)
-                if isinstance(exc, GreenMongoError) and (exc.has_error_label(UNKNOWN_COMMIT_RESULT)
-                                                         or exc.has_error_label(TRANSIENT_TRANSACTION_ERROR)):
+                if _has_label(exc, UNKNOWN_COMMIT_RESULT) or _has_label(exc, TRANSIENT_TRANSACTION_ERROR):
                     session._transaction.pinned_address = None
-                raise
-        if operation.is_write and operation.retryable and self._retry_writes and address is None:
-            return self._retrying_write(operation, None, read_preference, holder)
-        if self._retry_reads and operation.retryable and operation.is_read and address is None:
-            return self._retrying_read(operation, read_preference, holder)
-        return self._attempt(operation, address, read_preference, (), holder)
+            raise
 
-    def _retrying_read(self, operation: Operation, read_preference: Any, holder: "_SessionHolder") -> Any:
+    def _with_retries(self, operation: Operation, address: Any, read_preference: Any, holder: "_SessionHolder",
+                      transaction: Any) -> Any:
+        """Run ``operation``, retrying as the Retryable Reads/Writes and Client Backpressure specs allow.
+
+        Classic retries: one, after a retryable read error (reads) or an error labelled
+        RetryableWriteError (writes with a txnNumber; commit/abort). Overload retries: errors labelled
+        both RetryableError and SystemOverloadedError, for any operation the client's retryReads /
+        retryWrites allow, up to ``MAX_OVERLOAD_RETRIES`` with jittered backoff, each paid from the
+        client's token bucket. Statements in a transaction get only overload retries.
+        """
+        classic = None
+        if transaction is None:
+            if operation.ends_transaction:
+                classic = "write"
+            elif address is None and operation.retryable:
+                if operation.is_write and self._retry_writes:
+                    classic = "write"
+                elif operation.is_read and self._retry_reads:
+                    classic = "read"
+        holder.retryable_write = classic == "write"
+        overload_allowed = self._overload_retries_allowed(operation)
         tried: list = []
-        try:
-            return self._attempt(operation, None, read_preference, (), holder, tried)
-        except Exception as exc:
-            if not is_retryable_read_error(exc):
-                raise
-            first = exc
-        try:
-            return self._attempt(operation, None, read_preference, self._deprioritized(tried), holder)
-        except Exception as exc:
-            if never_reached_server(exc):
-                raise first from None  # the first error says more about what happened
-            raise
+        attempt = 0
+        overloaded = False
+        reached: Optional[BaseException] = None  # the last error that came from a server (raised after a retry)
+        while True:
+            starting = transaction is not None and transaction.starting
+            try:
+                result = self._attempt(operation, address, read_preference,
+                                       self._deprioritized(tried) if attempt else (), holder, tried)
+            except _RetryNotPossible:
+                assert reached is not None
+                raise reached from None
+            except Exception as exc:
+                if transaction is not None:
+                    label_statement_error(exc)
+                    if _has_label(exc, TRANSIENT_TRANSACTION_ERROR):
+                        transaction.pinned_address = None
+                overload = _has_label(exc, SYSTEM_OVERLOADED_ERROR)
+                if attempt and not overload:
+                    self._retry_budget.deposit(1)  # a healthy server answered the retry
+                if attempt == 0:
+                    reached = exc
+                elif not (never_reached_server(exc) or _has_label(exc, NO_WRITES_PERFORMED)):
+                    reached = exc
+                if classic == "read":
+                    retryable = is_retryable_read_error(exc)
+                elif classic == "write":
+                    retryable = ((holder.txn_number is not None or operation.ends_transaction)
+                                 and is_retryable_write_error(exc))
+                else:
+                    retryable = False
+                overload_retryable = overload and overload_allowed and _has_label(exc, RETRYABLE_ERROR)
+                overloaded = overloaded or overload
+                limit = MAX_OVERLOAD_RETRIES if overloaded else 1
+                if not (retryable or overload_retryable) or attempt >= limit or (
+                        overload and not self._retry_budget.consume(1)):
+                    if attempt == 0:
+                        replacement = unsupported_retryable_writes_error(exc) if classic == "write" else None
+                        if replacement is not None:
+                            raise replacement from exc
+                        raise
+                    if reached is not exc:
+                        raise reached from None  # the retry never reached a server, or wrote nothing
+                    raise
+                attempt += 1
+                if overload:
+                    gevent.sleep(overload_backoff(attempt, random.random()))
+                holder.retrying = True
+                if operation.ends_transaction:
+                    holder.explicit._transaction.pinned_address = None  # the retry selects a server afresh
+                    address = None
+                    if retryable:  # the spec's commit retry (w: majority); an overload retry resends as is
+                        operation.for_retry()  # type: ignore[attr-defined]
+                if starting:
+                    transaction.state = TransactionState.STARTING  # the retried first statement starts it
+                continue
+            self._retry_budget.deposit(RETRY_TOKEN_RETURN_RATE + (1 if attempt else 0))
+            return result
 
-    def _retrying_write(self, operation: Operation, address: Any, read_preference: Any,
-                        holder: "_SessionHolder") -> Any:
-        """Retryable Writes: one retry after an error labelled RetryableWriteError, same txnNumber."""
-        holder.retryable_write = True
-        tried: list = []
-        try:
-            return self._attempt(operation, address, read_preference, (), holder, tried)
-        except Exception as exc:
-            if not (holder.txn_number is not None or operation.ends_transaction) or not is_retryable_write_error(exc):
-                replacement = unsupported_retryable_writes_error(exc)
-                if replacement is not None:
-                    raise replacement from exc
-                raise
-            first = exc
-        if operation.ends_transaction:
-            holder.explicit._transaction.pinned_address = None  # the retry selects a server afresh
-            operation.for_retry()  # type: ignore[attr-defined]
-        holder.retrying = True
-        try:
-            return self._attempt(operation, None, read_preference, self._deprioritized(tried), holder)
-        except _RetryNotPossible:
-            raise first from None
-        except Exception as exc:
-            chosen = error_after_retry(first, exc)
-            if chosen is first:
-                raise first from None
-            raise
-
-    def _in_transaction(self, operation: Operation, address: Any, holder: "_SessionHolder", session: Any) -> Any:
-        """A statement of a transaction: no retries; network and selection errors are transient."""
-        transaction = session._transaction
-        preference = transaction.read_preference()
-        if operation.is_read and preference.mode != _PRIMARY:
-            raise InvalidOperation(f"read preference in a transaction must be primary, not: {preference!r}")
-        try:
-            return self._attempt(operation, address or transaction.pinned_address, preference, (), holder)
-        except Exception as exc:
-            label_statement_error(exc)
-            if isinstance(exc, GreenMongoError) and exc.has_error_label(TRANSIENT_TRANSACTION_ERROR):
-                transaction.pinned_address = None
-            raise
+    def _overload_retries_allowed(self, operation: Operation) -> bool:
+        """runCommand needs both retryReads and retryWrites; writes retryWrites; reads retryReads."""
+        if isinstance(operation, RunCommandOperation):
+            return self._retry_reads and self._retry_writes
+        if operation.is_write or operation.ends_transaction:
+            return self._retry_writes
+        return self._retry_reads
 
     def _deprioritized(self, tried: list) -> tuple:
         """In a sharded cluster a retry prefers another mongos (the spec's deprioritized servers)."""
@@ -284,9 +328,9 @@ class Executor:
             self._session_fields(fields, session, operation, command, server, holder)
         command = operation.finalize(command, fields)
         server_api = conn.settings.server_api
-        if server_api is not None and command.name != "getMore":
-            # Added here, not by the connection, so that monitoring shows what is sent; the Stable API
-            # spec keeps these fields off getMore.
+        if server_api is not None:
+            # Added here, not by the connection, so that monitoring shows what is sent; every command
+            # carries them, getMore and transaction statements included (Stable API spec).
             command.body.update(server_api_fields(server_api))
         listeners = self._command_listeners
         logging_on = _COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
@@ -478,6 +522,11 @@ class _SessionHolder:
         if self.implicit is not None:
             self.implicit.end_session()
             self.implicit = None
+
+
+def _has_label(error: BaseException, label: str) -> bool:
+    has = getattr(error, "has_error_label", None)
+    return bool(has is not None and has(label))
 
 
 def _chooses_own_preference(operation: Operation) -> bool:

@@ -1,5 +1,6 @@
-"""Retry rules (Retryable Reads and Retryable Writes specs): which errors are retried, which labels the
-driver adds, and which of two errors the user sees.
+"""Retry rules (Retryable Reads, Retryable Writes and Client Backpressure specs): which errors are
+retried, which labels the driver adds, which of two errors the user sees, and the overload retry
+budget and backoff.
 
 Pure functions over errors and server descriptions; the executor applies them around its one
 ``_attempt``.
@@ -25,6 +26,16 @@ from greenmongo.sdam.server_type import ServerType
 
 RETRYABLE_WRITE_ERROR = "RetryableWriteError"
 NO_WRITES_PERFORMED = "NoWritesPerformed"
+#: Client Backpressure: a server shedding load labels its refusals with both.
+RETRYABLE_ERROR = "RetryableError"
+SYSTEM_OVERLOADED_ERROR = "SystemOverloadedError"
+
+#: Overload retries per operation (the client-backpressure spec tests' maxAttempts=2).
+MAX_OVERLOAD_RETRIES = 2
+OVERLOAD_BASE_BACKOFF = 0.1
+OVERLOAD_MAX_BACKOFF = 10.0
+RETRY_TOKEN_CAPACITY = 1000.0
+RETRY_TOKEN_RETURN_RATE = 0.1
 
 #: Server error codes after which a read may be retried (Retryable Reads spec, "Retryable Error").
 RETRYABLE_READ_CODES = frozenset({262, 11600, 11602, 10107, 13435, 13436, 189, 134, 91, 7, 6, 89, 9001})
@@ -34,6 +45,29 @@ _WIRE_4_4 = 9
 
 _UNSUPPORTED_MESSAGE = ("This MongoDB deployment does not support retryable writes. Please add retryWrites=false "
                         "to your connection string.")
+
+
+class RetryBudget:
+    """The client's token bucket for overload retries: a retry costs one token, successes earn some back,
+    so a prolonged overload stops retry storms. Greenlets of one hub never preempt each other here."""
+
+    def __init__(self, capacity: float = RETRY_TOKEN_CAPACITY) -> None:
+        self.capacity = capacity
+        self.tokens = capacity
+
+    def consume(self, amount: float) -> bool:
+        if self.tokens < amount:
+            return False
+        self.tokens -= amount
+        return True
+
+    def deposit(self, amount: float) -> None:
+        self.tokens = min(self.capacity, self.tokens + amount)
+
+
+def overload_backoff(retry_number: int, jitter: float) -> float:
+    """Seconds to wait before overload retry ``retry_number`` (1, 2, ...): jittered exponential backoff."""
+    return jitter * min(OVERLOAD_MAX_BACKOFF, OVERLOAD_BASE_BACKOFF * 2 ** (retry_number - 1))
 
 
 def is_network_error(error: BaseException) -> bool:

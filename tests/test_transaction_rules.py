@@ -21,9 +21,11 @@ from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ReadPreference
 from greenmongo.options.write_concern import WriteConcern
 from greenmongo.retry import (
+    RetryBudget,
     add_retryable_write_label,
     error_after_retry,
     is_retryable_read_error,
+    overload_backoff,
     unsupported_retryable_writes_error,
 )
 from greenmongo.sdam.server_type import ServerType
@@ -218,3 +220,23 @@ def test_retryable_reads_and_the_unsupported_storage_engine_message() -> None:
                          {"code": 20, "errmsg": "Transaction numbers are only allowed on ..."}))
     assert replaced is not None and "retryWrites=false" in str(replaced)
     assert unsupported_retryable_writes_error(OperationFailure("other", 20, {"code": 20, "errmsg": "other"})) is None
+
+
+# -- overload retries (Client Backpressure) -------------------------------------------------------
+
+def test_the_retry_budget_spends_and_refills_within_its_capacity() -> None:
+    budget = RetryBudget(capacity=2)
+    assert budget.consume(1) and budget.consume(1)
+    assert not budget.consume(1)  # empty: a prolonged overload stops retrying
+    budget.deposit(0.5)
+    assert not budget.consume(1)
+    budget.deposit(10)
+    assert budget.tokens == 2  # never above capacity
+
+
+def test_overload_backoff_is_jittered_exponential_and_capped() -> None:
+    assert overload_backoff(1, 1.0) == pytest.approx(0.1)
+    assert overload_backoff(2, 1.0) == pytest.approx(0.2)
+    assert overload_backoff(3, 0.5) == pytest.approx(0.2)
+    assert overload_backoff(30, 1.0) == pytest.approx(10.0)
+    assert overload_backoff(2, 0.0) == 0.0

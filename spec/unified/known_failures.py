@@ -33,8 +33,6 @@ _SNAPSHOT = ("SecantusDB ignores readConcern atClusterTime: snapshot reads see l
              "these the same way")
 _BULK_READ_CONCERN = ("SecantusDB rejects readConcern on the bulkWrite command (IDLUnknownField); PyMongo 4.20 "
                       "fails it the same way")
-_BACKPRESSURE = ("Client Backpressure spec (RetryableError/SystemOverloadedError retries with a token bucket) is "
-                 "not implemented: it is not among the specifications in ../shared/spec-docs")
 
 KNOWN_FAILURES: dict[str, tuple[str, str]] = {
     "retryable-writes/tests/unified/bulkWrite.json::First command is retried":
@@ -103,24 +101,6 @@ KNOWN_FAILURES: dict[str, tuple[str, str]] = {
         (SERVER, _SNAPSHOT),
     "causal-consistency/tests/causal-consistency-clientBulkWrite.json::clientBulkWrite includes afterClusterTime in causally consistent session":
         (SERVER, _BULK_READ_CONCERN),
-    "transactions/tests/unified/backpressure-retryable-abort.json::abortTransaction retries if backpressure labels are added":
-        (FEATURE, _BACKPRESSURE),
-    "transactions/tests/unified/backpressure-retryable-abort.json::abortTransaction is retried maxAttempts=2 times if backpressure labels are added":
-        (FEATURE, _BACKPRESSURE),
-    "transactions/tests/unified/backpressure-retryable-commit.json::commitTransaction retries if backpressure labels are added":
-        (FEATURE, _BACKPRESSURE),
-    "transactions/tests/unified/backpressure-retryable-commit.json::commitTransaction is retried maxAttempts=2 times if backpressure labels are added":
-        (FEATURE, _BACKPRESSURE),
-    "transactions/tests/unified/backpressure-retryable-reads.json::reads are retried if backpressure labels are added":
-        (FEATURE, _BACKPRESSURE),
-    "transactions/tests/unified/backpressure-retryable-reads.json::reads are retried maxAttempts=2 times if backpressure labels are added":
-        (FEATURE, _BACKPRESSURE),
-    "transactions/tests/unified/backpressure-retryable-writes.json::writes are retried if backpressure labels are added":
-        (FEATURE, _BACKPRESSURE),
-    "transactions/tests/unified/backpressure-retryable-writes.json::writes are retried maxAttempts=2 times if backpressure labels are added":
-        (FEATURE, _BACKPRESSURE),
-    "transactions/tests/unified/backpressure-retryable-writes.json::retry succeeds if backpressure labels are added to the first operation in a transaction":
-        (FEATURE, _BACKPRESSURE),
     "unified-test-format/tests/valid-pass/poc-retryable-writes.json::FindOneAndUpdate is never committed":
         (SERVER, _NEVER_COMMITTED),
     "command-logging-and-monitoring/tests/logging/redacted-commands.json::hello without speculative authenticate "
