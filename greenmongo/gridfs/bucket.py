@@ -155,7 +155,7 @@ class GridFSBucket:
     def rename(self, file_id: Any, new_filename: str, session: Any = None) -> None:
         """Rename the stored file; raises NoFile if there is none with that id."""
         refuse_transaction(session)
-        result = self._files.update_one({"_id": {"$eq": file_id}}, {"$set": {"filename": new_filename}},
+        result = self._files.update_one({"_id": file_id}, {"$set": {"filename": new_filename}},
                                         session=session)
         if not result.matched_count:
             raise NoFile(f"no file could be renamed {new_filename!r} because none matched file_id {file_id!r}")
@@ -175,8 +175,8 @@ class GridFSBucket:
         all the same.
         """
         refuse_transaction(session)
-        result = self._files.delete_one({"_id": {"$eq": file_id}}, session=session)
-        self._chunks.delete_many({"files_id": {"$eq": file_id}}, session=session)
+        result = self._files.delete_one({"_id": file_id}, session=session)
+        self._chunks.delete_many({"files_id": file_id}, session=session)
         if not result.deleted_count:
             raise NoFile(f"no file could be deleted because none matched {file_id!r}")
 

@@ -167,7 +167,7 @@ class GridIn:
             raise AttributeError(f"{name!r} of a GridIn cannot be changed")
         self._fields[name] = value
         if self._state == _CLOSED:
-            self._files.update_one({"_id": {"$eq": self._fields["_id"]}}, {"$set": {name: value}},
+            self._files.update_one({"_id": self._fields["_id"]}, {"$set": {name: value}},
                                    session=self._session)
 
     # -- writing ---------------------------------------------------------------------------
@@ -276,9 +276,9 @@ class GridIn:
         if self._id_in_use:
             return
         file_id = self._fields["_id"]
-        self._chunks.delete_many({"files_id": {"$eq": file_id}}, session=self._session)
+        self._chunks.delete_many({"files_id": file_id}, session=self._session)
         if completed:
-            self._files.delete_one({"_id": {"$eq": file_id}}, session=self._session)
+            self._files.delete_one({"_id": file_id}, session=self._session)
 
     def _abort_for_source_error(self) -> None:
         """The source stream failed: abort; the source's error is what the caller sees."""

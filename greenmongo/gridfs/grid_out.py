@@ -42,7 +42,7 @@ class _ChunkReader:
         self._next_n = 0
 
     def _open_cursor(self, n: int) -> None:
-        query: dict[str, Any] = {"files_id": {"$eq": self._file_id}}
+        query: dict[str, Any] = {"files_id": self._file_id}
         if n:
             query["n"] = {"$gte": n}
         self._cursor = self._chunks.find(query, sort=[("n", 1)], session=self._session)
@@ -140,7 +140,7 @@ class GridOut(io.IOBase):
     def open(self) -> None:
         """Fetch the files document now (if not yet): raises NoFile when there is none."""
         if self._file is None:
-            document = self._files.find_one({"_id": {"$eq": self._file_id}}, session=self._session)
+            document = self._files.find_one({"_id": self._file_id}, session=self._session)
             if document is None:
                 raise NoFile(f"no file in gridfs collection {self._files.full_name!r} with _id {self._file_id!r}")
             self._file = document
