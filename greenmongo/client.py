@@ -32,6 +32,8 @@ from greenmongo.topology.topology import Topology, _abandon
 _LIVE_CLIENTS: "weakref.WeakSet[MongoClient]" = weakref.WeakSet()
 #: Implicit sessions are never causally consistent (no afterClusterTime on a cursor's resumes or getMores).
 _IMPLICIT_SESSION_OPTIONS = SessionOptions(causal_consistency=False)
+#: Kills queued for servers that are down are kept, up to this many.
+_MAX_PENDING_KILLS = 1000
 
 
 class MongoClient:
@@ -305,19 +307,27 @@ class MongoClient:
     def _kill_cursor_later(self, address: Any, namespace: str, cursor_id: int) -> None:
         """From a cursor's ``__del__``: no I/O there, so the kill is sent with the next operation."""
         if cursor_id and not self._closed:
+            if len(self._pending_kills) >= _MAX_PENDING_KILLS:
+                self._pending_kills.popleft()  # a server long gone: it reaps its cursors itself
             self._pending_kills.append((address, namespace, cursor_id))
 
     def _flush_kills(self) -> None:
+        """Send queued kills to servers that are known now; keep the others for later, never wait."""
+        waiting = []
         while self._pending_kills:
             address, namespace, cursor_id = self._pending_kills.popleft()
             known = self._topology.description.server_descriptions().get(address)
-            if known is None or not known.is_server_type_known:
-                continue  # never wait for a server that is down just to kill a cursor: it reaps it itself
+            if known is None:
+                continue  # no longer part of the deployment
+            if not known.is_server_type_known:
+                waiting.append((address, namespace, cursor_id))
+                continue
             dbname, _, collection = namespace.partition(".")
             try:
                 self._executor.execute(KillCursorsOperation(dbname, collection, [cursor_id]), address=address)
             except Exception:
                 pass  # the server reaps abandoned cursors itself after 10 minutes
+        self._pending_kills.extend(waiting)
 
     def _new_topology(self) -> None:
         """A topology (not opened yet) and the executor that runs operations on it."""
