@@ -1,13 +1,16 @@
 """BSON micro-benchmarks from the Driver Performance Benchmarking spec (flat/deep/full, encode/decode).
 
-Three codecs in one run: greenmongo, PyMongo with its C extension, and PyMongo with the extension
-blocked (its pure-Python path). Data size is the encoded length of the document; each task is
-10,000 operations, repeated.
+Four codecs in one run: greenmongo with its C accelerator (greenmongo.bson._speedups), greenmongo's
+pure-Python codec (GREENMONGO_NO_EXTENSIONS=1), PyMongo with its C extension, and PyMongo with the
+extension blocked (its pure-Python path). Data size is the encoded length of the document; each
+task is 10,000 operations, repeated.
 
     python bench/bson_bench.py [--iterations N] [--ops N]
 
-Each codec's figure is the best of N iterations; greenmongo and PyMongo's pure-Python codec are
-measured in one process with their iterations interleaved, so machine noise hits both alike.
+Each codec's figure is the best of N iterations. Like is measured against like in one process with
+their iterations interleaved, so machine noise hits both alike: greenmongo's C path with PyMongo's
+C extension, greenmongo's pure path with PyMongo's pure path (a process of their own, since
+PyMongo's extension can only be blocked before ``bson`` is first imported).
 """
 
 from __future__ import annotations
@@ -24,15 +27,25 @@ HERE = Path(__file__).resolve().parent
 DATA_DIR = Path(os.environ.get("GREENMONGO_SPEC_DIR") or HERE.parent.parent / "shared" / "specifications") \
     / "benchmarking" / "data" / "extended_bson"
 TASKS = ("flat", "deep", "full")
-PEERS = ("greenmongo", "pymongo-c", "pymongo-py")
+PEERS = ("greenmongo", "greenmongo-py", "pymongo-c", "pymongo-py")
+#: Processes: (peers measured together, extra environment).
+GROUPS = ((("greenmongo", "pymongo-c"), {}),
+          (("greenmongo-py", "pymongo-py"), {"GREENMONGO_NO_EXTENSIONS": "1"}))
+#: Ratio columns: (label, ours, theirs); a ratio is theirs' time / ours' time.
+RATIOS = (("C vs pymongo-c", "greenmongo", "pymongo-c"), ("py vs pymongo-py", "greenmongo-py", "pymongo-py"),
+          ("C vs py", "greenmongo", "greenmongo-py"))
 
 
 def _load_codec(peer: str):
     """(loads_extjson, encode, decode) for one peer."""
-    if peer == "greenmongo":
+    if peer.startswith("greenmongo"):
         from greenmongo import bson
         from greenmongo.bson import json_util
 
+        if peer == "greenmongo":
+            assert bson.has_c(), "greenmongo's C extension is not built (pip install -e . with a C compiler)"
+        else:
+            assert not bson.has_c(), "could not disable greenmongo's C extension"
         opts = json_util.CANONICAL_JSON_OPTIONS
         return (lambda text: json_util.loads(text, json_options=opts)), bson.encode, bson.decode
     import bson
@@ -92,32 +105,33 @@ def main() -> int:
         return 0
 
     results = {}
-    # greenmongo never imports ``bson``, so it shares a process with PyMongo's pure-Python codec;
-    # PyMongo's C extension needs a process of its own.
-    for group in (("greenmongo", "pymongo-py"), ("pymongo-c",)):
+    # greenmongo never imports ``bson``, so each of its paths shares a process with its PyMongo peer.
+    for group, env in GROUPS:
         proc = subprocess.run([sys.executable, __file__, "--peers", ",".join(group), "--ops", str(args.ops),
-                               "--iterations", str(args.iterations)], capture_output=True, text=True)
+                               "--iterations", str(args.iterations)], capture_output=True, text=True,
+                              env={**os.environ, **env})
         if proc.returncode != 0:
             print(f"{'+'.join(group)}: skipped ({proc.stderr.strip().splitlines()[-1] if proc.stderr else 'failed'})")
             continue
         results.update(json.loads(proc.stdout))
-    if "greenmongo" not in results:
+    if not any(peer.startswith("greenmongo") for peer in results):
         return 1
     results = {peer: results[peer] for peer in PEERS if peer in results}
 
-    header = f"{'task':<14}" + "".join(f"{peer + ' docs/s':>20}{'MB/s':>9}" for peer in results)
-    ratios = [p for p in ("pymongo-py", "pymongo-c") if p in results]
-    header += "".join(f"{'vs ' + p:>16}" for p in ratios)
+    header = f"{'task':<14}" + "".join(f"{peer + ' docs/s':>22}{'MB/s':>9}" for peer in results)
+    ratios = [(label, ours, theirs) for label, ours, theirs in RATIOS if ours in results and theirs in results]
+    header += "".join(f"{label:>19}" for label, _, _ in ratios)
     print(header)
-    for task in results["greenmongo"]:
+    for task in next(iter(results.values())):
         row = f"{task:<14}"
         for peer in results:
             r = results[peer][task]
-            row += f"{r['ops'] / r['seconds']:>20,.0f}{r['bytes'] / r['seconds'] / 1e6:>9.1f}"
-        ours = results["greenmongo"][task]["seconds"]
-        row += "".join(f"{results[p][task]['seconds'] / ours:>15.2f}x" for p in ratios)
+            row += f"{r['ops'] / r['seconds']:>22,.0f}{r['bytes'] / r['seconds'] / 1e6:>9.1f}"
+        row += "".join(f"{results[theirs][task]['seconds'] / results[ours][task]['seconds']:>18.2f}x"
+                       for _, ours, theirs in ratios)
         print(row)
-    print("\nratio = peer time / greenmongo time (above 1.0: greenmongo is faster)")
+    print("\nratio \"A vs B\" = B's time / A's time (above 1.0: A is faster); greenmongo = its C path, "
+          "greenmongo-py = its pure-Python path")
     return 0
 
 

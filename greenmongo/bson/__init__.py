@@ -25,7 +25,16 @@ from greenmongo.bson.binary import (
     UuidRepresentation,
 )
 from greenmongo.bson.code import Code
-from greenmongo.bson.codec import MAX_NESTING_DEPTH, decode, decode_all, decode_file_iter, decode_iter, encode, is_valid
+from greenmongo.bson.codec import (
+    MAX_NESTING_DEPTH,
+    decode,
+    decode_all,
+    decode_file_iter,
+    decode_iter,
+    encode,
+    has_c,
+    is_valid,
+)
 from greenmongo.bson.codec_options import (
     DEFAULT_CODEC_OPTIONS,
     CodecOptions,
@@ -51,7 +60,7 @@ __all__ = [
     "MD5_SUBTYPE", "OLD_BINARY_SUBTYPE", "OLD_UUID_SUBTYPE", "PYTHON_LEGACY", "STANDARD",
     "USER_DEFINED_SUBTYPE", "UUID_SUBTYPE", "VECTOR_SUBTYPE", "Binary", "BinaryVector", "BinaryVectorDtype",
     "UuidRepresentation", "Code", "MAX_NESTING_DEPTH", "decode", "decode_all", "decode_file_iter",
-    "decode_iter", "encode", "is_valid", "DEFAULT_CODEC_OPTIONS", "CodecOptions", "TypeCodec", "TypeDecoder",
+    "decode_iter", "encode", "has_c", "is_valid", "DEFAULT_CODEC_OPTIONS", "CodecOptions", "TypeCodec", "TypeDecoder",
     "TypeEncoder", "TypeRegistry", "DatetimeConversion", "DatetimeMS", "DBRef", "Decimal128", "UNDEFINED",
     "DBPointer", "Symbol", "Undefined", "Int64", "MaxKey", "MinKey", "ObjectId", "RawBSONDocument", "Regex",
     "Timestamp", "BSONError", "InvalidBSON", "InvalidDocument", "InvalidId", "InvalidStringData",

@@ -7,19 +7,22 @@ internal decoding failure into ``InvalidBSON``.
 from __future__ import annotations
 
 import struct
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.decoder import _fail, _Malformed, decode_document
+from greenmongo.bson.decoder import _speedups as _c_decoder
 from greenmongo.bson.encoder import BUILTIN_ENCODED_TYPES, encode_document
+from greenmongo.bson.encoder import _speedups as _c_encoder
 from greenmongo.bson.limits import MAX_NESTING_DEPTH
 from greenmongo.errors import InvalidBSON, InvalidDocument
 
 _UNPACK_INT_FROM = struct.Struct("<i").unpack_from
 
 __all__ = ["BUILTIN_ENCODED_TYPES", "MAX_NESTING_DEPTH", "decode", "decode_all", "decode_file_iter",
-           "decode_iter", "encode", "is_valid"]
+           "decode_iter", "encode", "has_c", "is_valid"]
 
 
 
@@ -134,3 +137,29 @@ def is_valid(data: Any) -> bool:
         return True
     except InvalidBSON:
         return False
+
+
+def has_c() -> bool:
+    """True when the C accelerator (greenmongo.bson._speedups) encodes and decodes."""
+    return _c_decoder is not None and _c_encoder is not None
+
+
+# -- the optional C accelerator (_speedups.c) -------------------------------------------------------
+# Same signatures, values and errors; the pure functions stay importable as ``_py_*`` for tests.
+# decode_iter, decode_file_iter and is_valid call the rebound names.
+
+_py_decode_one, _py_decode, _py_decode_all, _py_encode = _decode_one, decode, decode_all, encode
+if _c_decoder is not None or _c_encoder is not None:
+    try:
+        (_c_decoder or _c_encoder)._init_codec({
+            "InvalidBSON": InvalidBSON, "InvalidDocument": InvalidDocument, "CodecOptions": CodecOptions,
+            "DEFAULT_CODEC_OPTIONS": DEFAULT_CODEC_OPTIONS, "struct_error": struct.error,
+            "_decode_one": _py_decode_one,
+        })
+    except Exception as exc:  # decode_document/encode_document stay accelerated; the entry points do not
+        warnings.warn(f"greenmongo.bson: C entry points disabled: {exc}", RuntimeWarning, stacklevel=2)
+        _c_decoder = _c_encoder = None
+if _c_decoder is not None:
+    _decode_one, decode, decode_all = _c_decoder._decode_one, _c_decoder.decode, _c_decoder.decode_all  # noqa: F811
+if _c_encoder is not None:
+    encode = _c_encoder.encode  # noqa: F811

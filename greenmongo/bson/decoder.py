@@ -10,8 +10,10 @@ replace ``decode_document`` behind the same signature.
 from __future__ import annotations
 
 import datetime
+import os
 import struct
 import uuid
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -482,3 +484,41 @@ _DECODERS: dict[int, Callable[..., tuple[Any, int]]] = {
 }
 
 
+
+
+# -- the optional C accelerator (_speedups.c) -------------------------------------------------------
+# It reimplements decode_document with the same values and errors, delegating to the functions above
+# for anything it does not handle. ``_py_decode_document`` stays the pure entry point (tests compare
+# the two). GREENMONGO_NO_EXTENSIONS=1 forces the pure path.
+
+_py_decode_document = decode_document
+
+
+def _load_speedups() -> Any:
+    if os.environ.get("GREENMONGO_NO_EXTENSIONS", "") not in ("", "0"):
+        return None
+    try:
+        from greenmongo.bson import _speedups
+    except ImportError:
+        return None
+    from greenmongo.bson.regex import _FLAG_BITS
+
+    try:
+        _speedups._init_decoder({
+            "_Malformed": _Malformed, "decode_document": _py_decode_document, "_apply_decoders": _apply_decoders,
+            "_maybe_dbref": _maybe_dbref, "CodecOptions": CodecOptions, "MAX_NESTING_DEPTH": MAX_NESTING_DEPTH,
+            "ObjectId": ObjectId, "Int64": Int64, "Timestamp": Timestamp, "Binary": Binary, "Decimal128": Decimal128,
+            "Regex": Regex, "Code": Code, "DBRef": DBRef, "MinKey": MinKey, "MaxKey": MaxKey, "Symbol": Symbol,
+            "DBPointer": DBPointer, "UNDEFINED": UNDEFINED, "DatetimeMS": DatetimeMS, "UUID": uuid.UUID,
+            "_FLAG_BITS": _FLAG_BITS,
+        })
+    except Exception as exc:  # a module built from other sources than these: stay correct, say so
+        warnings.warn(f"greenmongo.bson: C extension disabled, using the pure-Python codec: {exc}",
+                      RuntimeWarning, stacklevel=2)
+        return None
+    return _speedups
+
+
+_speedups = _load_speedups()
+if _speedups is not None:
+    decode_document = _speedups.decode_document  # noqa: F811

@@ -10,9 +10,11 @@ replace ``encode_document`` behind the same signature.
 from __future__ import annotations
 
 import datetime
+import os
 import re
 import struct
 import uuid
+import warnings
 from collections.abc import Callable
 from collections.abc import Mapping as _MappingABC
 from typing import Any
@@ -440,3 +442,42 @@ def _element_no_custom(name: bytes, value: Any, check_keys: bool, opts: CodecOpt
     raise InvalidDocument(f"cannot encode object: {value!r}, of type: {type(value)}")
 
 
+
+
+# -- the optional C accelerator (_speedups.c) -------------------------------------------------------
+# It reimplements encode_document with the same bytes and errors, calling _element above for any
+# value it does not handle. ``_py_encode_document`` stays the pure entry point (tests compare the
+# two). GREENMONGO_NO_EXTENSIONS=1 forces the pure path.
+
+_py_encode_document = encode_document
+
+
+def _load_speedups() -> Any:
+    if os.environ.get("GREENMONGO_NO_EXTENSIONS", "") not in ("", "0"):
+        return None
+    try:
+        from greenmongo.bson import _speedups
+    except ImportError:
+        return None
+    from greenmongo.bson.deprecated import UNDEFINED
+    from greenmongo.bson.regex import _FLAG_BITS
+
+    try:
+        _speedups._init_encoder({
+            "InvalidDocument": InvalidDocument, "struct_error": struct.error, "_element": _element,
+            "encode_document": _py_encode_document, "_RE_TYPE": _RE_TYPE, "Mapping": _MappingABC,
+            "MAX_NESTING_DEPTH": MAX_NESTING_DEPTH, "ObjectId": ObjectId, "Int64": Int64, "Timestamp": Timestamp,
+            "Binary": Binary, "Decimal128": Decimal128, "Regex": Regex, "Code": Code, "DBRef": DBRef,
+            "MinKey": MinKey, "MaxKey": MaxKey, "Symbol": Symbol, "DBPointer": DBPointer, "UNDEFINED": UNDEFINED,
+            "DatetimeMS": DatetimeMS, "UUID": uuid.UUID, "_FLAG_BITS": _FLAG_BITS,
+        })
+    except Exception as exc:  # a module built from other sources than these: stay correct, say so
+        warnings.warn(f"greenmongo.bson: C extension disabled, using the pure-Python codec: {exc}",
+                      RuntimeWarning, stacklevel=2)
+        return None
+    return _speedups
+
+
+_speedups = _load_speedups()
+if _speedups is not None:
+    encode_document = _speedups.encode_document  # noqa: F811
