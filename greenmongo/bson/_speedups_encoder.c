@@ -467,10 +467,17 @@ static int write_pair(Enc *e, PyObject *key, PyObject *value, long depth, int wh
     return write_element(e, type_at, value, depth, where);
 }
 
-static int write_dict_items(Enc *e, PyObject *dict, long depth) {
+/* ``skip``: a key not to write (the top-level ``_id``, already written first), or NULL. Skipping it
+ * in place is much cheaper than copying a large document without it. */
+static int write_dict_items(Enc *e, PyObject *dict, long depth, PyObject *skip) {
     Py_ssize_t pos = 0, used = PyDict_GET_SIZE(dict);
     PyObject *key, *value;
     while (PyDict_Next(dict, &pos, &key, &value)) {
+        if (skip != NULL && (key == skip || (PyUnicode_Check(key) && PyUnicode_GET_LENGTH(key) == 3
+                                             && PyUnicode_Compare(key, skip) == 0))) {
+            skip = NULL; /* a dict holds one such key */
+            continue;
+        }
         Py_INCREF(key);
         Py_INCREF(value);
         int rc = write_pair(e, key, value, depth, IN_DOCUMENT);
@@ -569,7 +576,7 @@ static int write_mapping_body(Enc *e, PyObject *doc, int top_level, long depth) 
     Py_ssize_t start = e->len;
     if (put_i32(e, 0) < 0) return -1;
     PyObject *items = NULL, *rest = NULL;
-    int rc = -1;
+    int rc = -1, skip_id = 0;
     if (!exact && (items = PyObject_CallMethodNoArgs(doc, S.s_items)) == NULL) goto done;
     if (top_level) { /* the server wants _id first */
         int has_id = exact ? PyDict_Contains(doc, S.s_id) : PySequence_Contains(doc, S.s_id);
@@ -600,18 +607,18 @@ static int write_mapping_body(Enc *e, PyObject *doc, int top_level, long depth) 
                 Py_DECREF(id_value);
                 if (id_rc < 0) goto done;
                 if (exact) {
-                    rest = PyDict_Copy(doc);
-                } else if ((rest = PyDict_New()) != NULL && PyDict_MergeFromSeq2(rest, items, 1) < 0) {
-                    Py_CLEAR(rest);
+                    skip_id = 1;
+                } else {
+                    if ((rest = PyDict_New()) != NULL && PyDict_MergeFromSeq2(rest, items, 1) < 0) Py_CLEAR(rest);
+                    if (rest == NULL || PyDict_DelItem(rest, S.s_id) < 0) goto done;
                 }
-                if (rest == NULL || PyDict_DelItem(rest, S.s_id) < 0) goto done;
             }
         }
     }
     if (rest != NULL)
-        rc = write_dict_items(e, rest, depth + 1);
+        rc = write_dict_items(e, rest, depth + 1, NULL);
     else if (exact)
-        rc = write_dict_items(e, doc, depth + 1);
+        rc = write_dict_items(e, doc, depth + 1, skip_id ? S.s_id : NULL);
     else
         rc = write_items_iter(e, items, depth + 1);
     if (rc == 0) rc = put_byte(e, 0);

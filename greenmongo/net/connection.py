@@ -16,6 +16,7 @@ import socket as _socket
 import time
 from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
+from greenmongo.bson.raw import RawBSONDocument
 from greenmongo.errors import (
     AutoReconnect,
     ConnectionFailure,
@@ -220,7 +221,8 @@ class Connection:
                                             checksum=self.settings.send_checksums, codec_options=codec_options)
         else:
             if sequences:
-                body.update({name: list(docs) for name, docs in sequences.items()})
+                body.update({name: [RawBSONDocument(doc) if type(doc) is bytes else doc for doc in docs]
+                             for name, docs in sequences.items()})
             message = legacy.encode_command_query(request_id, body, dbname)
             unacknowledged = False  # OP_QUERY always answers
         if len(message) > self.max_message_size:  # the server limits the uncompressed size too

@@ -31,6 +31,8 @@ def validate_is_mapping(name: str, value: Any) -> None:
 
 
 def validate_is_document_type(name: str, value: Any) -> None:
+    if type(value) is dict:  # the common case, without the ABC machinery (bulk inserts call this per document)
+        return
     if not isinstance(value, (abc.MutableMapping, RawBSONDocument)):
         raise TypeError(f"{name} must be an instance of dict, bson.son.SON, bson.raw_bson.RawBSONDocument, or "
                         f"a type that inherits from collections.MutableMapping, not {type(value).__name__}")

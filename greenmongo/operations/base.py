@@ -173,12 +173,9 @@ class DocumentSequence:
 
 def encode_document(document: Mapping[str, Any], codec_options: CodecOptions = DEFAULT_CODEC_OPTIONS) -> bytes:
     """BSON for one document, reusing a RawBSONDocument's bytes."""
-    if isinstance(document, RawBSONDocument):
+    if type(document) is not dict and isinstance(document, RawBSONDocument):
         return document.raw
     return bson.encode(document, codec_options=codec_options)
-
-
-_RAW_CODEC_OPTIONS = DEFAULT_CODEC_OPTIONS.with_options(document_class=RawBSONDocument)
 
 
 class Command:
@@ -200,12 +197,11 @@ class Command:
     def name(self) -> str:
         return next(iter(self.body))
 
-    def sequences_for_connection(self) -> Optional[dict[str, list[RawBSONDocument]]]:
+    def sequences_for_connection(self) -> Optional[dict[str, Sequence[bytes]]]:
         """The sequences as ``Connection.command(sequences=...)`` takes them (no second encoding)."""
         if not self.sequences:
             return None
-        return {seq.identifier: [RawBSONDocument(data, _RAW_CODEC_OPTIONS) for data in seq.encoded]
-                for seq in self.sequences}
+        return {seq.identifier: seq.encoded for seq in self.sequences}
 
     def encoded_sequences(self) -> list[tuple[str, Sequence[bytes]]]:
         """The sequences as ``wire.op_msg.pack_op_msg`` takes them."""

@@ -36,7 +36,7 @@ def ensure_id(document: Any) -> Any:
     Like PyMongo, the caller's own dict gains the ``_id``; a RawBSONDocument
     cannot be changed and is sent as it is.
     """
-    if isinstance(document, RawBSONDocument):
+    if type(document) is not dict and isinstance(document, RawBSONDocument):
         return document.get("_id")
     if "_id" not in document:
         document["_id"] = ObjectId()

@@ -48,12 +48,12 @@ class OpMsg(NamedTuple):
 
 # -- building ----------------------------------------------------------------
 
-def _sequence_section(identifier: str, documents: Sequence[bytes]) -> bytes:
+def _sequence_header(identifier: str, payload_size: int) -> bytes:
+    """A kind-1 section's kind byte, size and identifier; its documents follow."""
     name = identifier.encode("utf-8")
     if b"\x00" in name:
         raise ValueError(f"document sequence identifier {identifier!r} contains a NUL byte")
-    payload = b"".join(documents)
-    return b"\x01" + _INT32.pack(4 + len(name) + 1 + len(payload)) + name + b"\x00" + payload
+    return b"\x01" + _INT32.pack(4 + len(name) + 1 + payload_size) + name + b"\x00"
 
 
 def pack_op_msg(
@@ -75,15 +75,22 @@ def pack_op_msg(
     if checksum:
         flags |= FLAG_CHECKSUM_PRESENT
     seen: set[str] = set()
-    parts = [_UINT32.pack(flags), b"\x00", body]
+    # One join over every piece (header, body, section headers, documents): large documents are
+    # copied once, not once per level of nesting.
+    parts = [b"", _UINT32.pack(flags), b"\x00", body]
+    size = 5 + len(body)
     for identifier, documents in sequences:
         if identifier in seen:
             raise ValueError(f"document sequence identifier {identifier!r} appears twice")
         seen.add(identifier)
-        parts.append(_sequence_section(identifier, documents))
-    payload = b"".join(parts)
-    length = HEADER_SIZE + len(payload) + (4 if checksum else 0)
-    message = pack_header(length, request_id, response_to, OP_MSG) + payload
+        payload_size = sum(map(len, documents))
+        header = _sequence_header(identifier, payload_size)
+        parts.append(header)
+        parts.extend(documents)
+        size += len(header) + payload_size
+    length = HEADER_SIZE + size + (4 if checksum else 0)
+    parts[0] = pack_header(length, request_id, response_to, OP_MSG)
+    message = b"".join(parts)
     if checksum:
         message += _UINT32.pack(crc32c(message))
     return message
@@ -196,14 +203,18 @@ def encode_command(
     checksum: bool = False,
     codec_options: Any = None,
 ) -> bytes:
-    """Encode ``command`` (plus ``$db``) and optional document sequences as one OP_MSG."""
+    """Encode ``command`` (plus ``$db``) and optional document sequences as one OP_MSG.
+
+    A sequence's documents may already be BSON (``bytes``): they are sent as they are.
+    """
     def encode(document: Mapping[str, Any]) -> bytes:
         if codec_options is None:
             return bson.encode(document)
         return bson.encode(document, codec_options=codec_options)
 
     body = encode(command_with_db(command, dbname))
-    encoded_sequences = [(name, [encode(doc) for doc in docs]) for name, docs in (sequences or {}).items()]
+    encoded_sequences = [(name, [doc if type(doc) is bytes else encode(doc) for doc in docs])
+                         for name, docs in (sequences or {}).items()]
     return pack_op_msg(request_id, body, encoded_sequences, flags=flags, checksum=checksum)
 
 
