@@ -10,13 +10,13 @@ replace ``decode_document`` behind the same signature.
 from __future__ import annotations
 
 import datetime
-import os
 import struct
 import uuid
 import warnings
 from collections.abc import Callable
 from typing import Any
 
+from greenmongo.bson._extension import import_speedups
 from greenmongo.bson.binary import (
     OLD_BINARY_SUBTYPE,
     OLD_UUID_SUBTYPE,
@@ -495,11 +495,8 @@ _py_decode_document = decode_document
 
 
 def _load_speedups() -> Any:
-    if os.environ.get("GREENMONGO_NO_EXTENSIONS", "") not in ("", "0"):
-        return None
-    try:
-        from greenmongo.bson import _speedups
-    except ImportError:
+    _speedups = import_speedups()
+    if _speedups is None:
         return None
     from greenmongo.bson.regex import _FLAG_BITS
 

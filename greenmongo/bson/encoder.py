@@ -10,7 +10,6 @@ replace ``encode_document`` behind the same signature.
 from __future__ import annotations
 
 import datetime
-import os
 import re
 import struct
 import uuid
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from collections.abc import Mapping as _MappingABC
 from typing import Any
 
+from greenmongo.bson._extension import import_speedups
 from greenmongo.bson.binary import (
     OLD_BINARY_SUBTYPE,
     Binary,
@@ -453,11 +453,8 @@ _py_encode_document = encode_document
 
 
 def _load_speedups() -> Any:
-    if os.environ.get("GREENMONGO_NO_EXTENSIONS", "") not in ("", "0"):
-        return None
-    try:
-        from greenmongo.bson import _speedups
-    except ImportError:
+    _speedups = import_speedups()
+    if _speedups is None:
         return None
     from greenmongo.bson.deprecated import UNDEFINED
     from greenmongo.bson.regex import _FLAG_BITS
