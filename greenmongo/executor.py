@@ -194,7 +194,10 @@ class Executor:
                 if classic == "read":
                     retryable = is_retryable_read_error(exc)
                 elif classic == "write":
-                    retryable = ((holder.txn_number is not None or operation.ends_transaction)
+                    # Retried if it went out with a txnNumber, or failed before anything was sent (a
+                    # cleared pool, a failed connect) on a server that takes retryable writes.
+                    retryable = ((holder.txn_number is not None or operation.ends_transaction
+                                  or (holder.write_retry_supported and not holder.sent))
                                  and is_retryable_write_error(exc))
                 else:
                     retryable = False
@@ -263,6 +266,10 @@ class Executor:
         if tried is not None:
             tried.append(server.address)
         description = server.description  # as selected: an error may mark the server Unknown
+        holder.sent = False
+        if holder.retryable_write and holder.txn_number is None:
+            holder.write_retry_supported = (description.retryable_writes_supported
+                                            and getattr(operation, "acknowledged", True))
         try:
             return self._run_on_server(server, operation, preference, holder)
         except Exception as exc:
@@ -334,6 +341,7 @@ class Executor:
             command.body.update(server_api_fields(server_api))
         listeners = self._command_listeners
         logging_on = _COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
+        holder.sent = True
         if not listeners and not logging_on:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
                                  check=False, unacknowledged=not command.acknowledged,
@@ -491,7 +499,8 @@ class _SessionHolder:
     """The session one operation runs with (the caller's, or an implicit one taken on first need),
     and the operation's retry state: a retryable write keeps its txnNumber across its retry."""
 
-    __slots__ = ("source", "explicit", "implicit", "retryable_write", "retrying", "txn_number")
+    __slots__ = ("source", "explicit", "implicit", "retryable_write", "retrying", "txn_number",
+                 "write_retry_supported", "sent")
 
     def __init__(self, source: Any, explicit: Any) -> None:
         self.source = source
@@ -500,7 +509,8 @@ class _SessionHolder:
         self.retryable_write = False
         self.retrying = False
         self.txn_number: Optional[int] = None
-
+        self.write_retry_supported = False  # the selected server takes retryable writes, and it is acknowledged
+        self.sent = False  # this attempt reached the wire
     @property
     def session(self) -> Any:
         return self.explicit or self.implicit
