@@ -777,6 +777,7 @@ def _rss_kb() -> int:
 
 @needs_c
 @pytest.mark.slow
+@pytest.mark.one_pass  # pure codec: no gevent I/O
 def test_no_memory_growth_over_100k_calls() -> None:
     source = _rich_document()
     data = C_ENCODE(source, False, RICH_OPTIONS)

@@ -18,7 +18,7 @@ from greenmongo import MongoClient
 from tests.servers.secantus import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.server, pytest.mark.slow]
+pytestmark = [pytest.mark.server, pytest.mark.slow, pytest.mark.one_pass]  # gunicorn's worker patches itself
 WRITES = 1000
 READS = 1000
 

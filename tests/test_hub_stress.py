@@ -42,7 +42,7 @@ from tests.servers.secantus import SecantusServer
 from tests.servers.tls_certs import make_ca, make_cert
 from tests.test_dns_hub_blocking import HubMonitor, StallMeter
 
-pytestmark = [pytest.mark.server, pytest.mark.slow]
+pytestmark = [pytest.mark.server, pytest.mark.slow, pytest.mark.one_pass]  # the stress runs in subprocesses
 
 MAX_STALL = 0.010  # seconds: the bound
 GREENLETS = int(os.environ.get("GREENMONGO_HUB_STRESS_GREENLETS", "1000"))

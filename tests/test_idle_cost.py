@@ -196,6 +196,7 @@ def _print_figures(label: str, report: dict) -> None:
           f"(process) = {report['cpu_process'] / report['window'] * 100:.3f}% of a core")
 
 
+@pytest.mark.one_pass  # each case is its own (patched or unpatched) subprocess
 @pytest.mark.parametrize("patched", [False, True], ids=["unpatched", "monkey-patched"])
 def test_idle_client_wakes_only_for_heartbeats(server_uri: str, patched: bool) -> None:
     report = run_measurement(server_uri, patched)

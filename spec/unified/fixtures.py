@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import pytest
 
-from spec.unified.known_failures import known_failure
+from spec.unified.known_failures import known_failure, runs_known_failure
 from spec.support import params
 from spec.unified.context import UnifiedContext
 from spec.unified.drivers import DriverAdapter, DriverUnavailable, load_driver
@@ -52,8 +52,8 @@ def unified_params(subdir: str, pattern: str = "*.json") -> list:
     marked = []
     for param in params(subdir, cases, pattern):
         reason = known_failure(param.id)
-        marked.append(pytest.param(*param.values, id=param.id, marks=pytest.mark.xfail(strict=True, reason=reason))
-                      if reason else param)
+        mark = pytest.mark.xfail(strict=True, reason=reason, run=runs_known_failure(param.id))
+        marked.append(pytest.param(*param.values, id=param.id, marks=mark) if reason else param)
     return marked
 
 
