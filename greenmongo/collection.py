@@ -34,6 +34,7 @@ from greenmongo.operations.count import (
     DistinctOperation,
     EstimatedDocumentCountOperation,
 )
+from greenmongo.operations.find import FindOperation
 from greenmongo.operations.find_and_modify import DELETE, REPLACE, UPDATE, FindAndModifyOperation, ReturnDocument
 from greenmongo.operations.indexes import (
     CreateIndexesOperation,
@@ -63,6 +64,11 @@ if TYPE_CHECKING:
     from greenmongo.database import Database
 
 #: PyMongo methods greenmongo does not have yet: attribute access must not turn them into sub-collections.
+#: find_one options that go straight into the find command (anything else takes the Cursor path).
+_FIND_ONE_DIRECT_OPTIONS = frozenset({"projection", "session", "sort", "skip", "comment", "max_time_ms", "hint",
+                                      "collation", "let", "allow_disk_use", "return_key", "show_record_id"})
+
+
 def check_options(codec_options: Any, read_preference: Any, write_concern: Any, read_concern: Any) -> None:
     """PyMongo's TypeErrors for option objects of the wrong class."""
     if codec_options is not None and not isinstance(codec_options, CodecOptions):
@@ -282,6 +288,8 @@ class Collection(Handle):
         """The first matching document or None; a non-mapping filter means ``{"_id": filter}``."""
         if filter is not None and not isinstance(filter, abc.Mapping):
             filter = {"_id": filter}
+        if not args and kwargs.keys() <= _FIND_ONE_DIRECT_OPTIONS:
+            return self._find_one_direct(filter, kwargs)
         if len(args) >= 3:  # find(filter, projection, skip, limit, ...): limit is positional
             args = args[:2] + (-1,) + args[3:]
         else:
@@ -290,6 +298,26 @@ class Collection(Handle):
         for document in cursor:
             return document
         return None
+
+    def _find_one_direct(self, filter: Any, options: dict[str, Any]) -> Any:
+        """find_one without a Cursor: one find with limit -1 (a single batch, which closes the cursor)."""
+        session = options.pop("session", None)
+        client = self._database.client
+        client._check_usable(session)
+        operation = FindOperation(self._database.name, self._name, filter, limit=-1,
+                                  read_concern=self._read_concern, read_preference=self._read_preference,
+                                  codec_options=self._codec_options, **options)
+        state = client._executor.execute(operation, session=session)
+        batch = state.first_batch
+        if state.alive:  # not expected with limit -1; never leave a server cursor behind
+            kill = state.close()
+            try:
+                if kill is not None:
+                    client._executor.execute(kill, address=state.address, session=state.session)
+            finally:
+                if state.session is not None and state.session._implicit:
+                    state.session.end_session()
+        return batch[0] if batch else None
 
     def _find_and_modify(self, filter: Mapping[str, Any], kind: str, update: Any, projection: Any, sort: Any,
                          upsert: Optional[bool], return_document: bool, array_filters: Any, hint: Any,

@@ -326,13 +326,14 @@ class Executor:
         description = self._topology.description
         topology_type = description.topology_type
         is_write = operation.is_write and not _chooses_own_preference(operation)
-        session = holder.for_command(command, server.description)
+        server_description = server.description
+        session = holder.for_command(command, server_description)
         fields = ExecutionFields(
-            read_preference=read_preference_field(topology_type, server.description.server_type, read_preference,
+            read_preference=read_preference_field(topology_type, server_description.server_type, read_preference,
                                                   is_write),
             cluster_time=self._cluster_time_to_send(session, topology_type))
         if session is not None:
-            self._session_fields(fields, session, operation, command, server, holder)
+            self._session_fields(fields, session, operation, command, server, server_description, holder)
         command = operation.finalize(command, fields)
         server_api = conn.settings.server_api
         if server_api is not None:
@@ -363,7 +364,7 @@ class Executor:
         return operation.parse(reply, wire)
 
     def _session_fields(self, fields: ExecutionFields, session: Any, operation: Operation, command: Any,
-                        server: Any, holder: "_SessionHolder") -> None:
+                        server: Any, server_description: Any, holder: "_SessionHolder") -> None:
         """lsid, and the transaction / retryable-write / causal-consistency fields of the session."""
         fields.lsid = session._lsid_for_command()
         transaction = session._transaction
@@ -386,9 +387,9 @@ class Executor:
             transaction.statement_sent()
             return
         if holder.retryable_write and command.acknowledged:
-            if holder.retrying and not server.description.retryable_writes_supported:
+            if holder.retrying and not server_description.retryable_writes_supported:
                 raise _RetryNotPossible()
-            if holder.txn_number is None and server.description.retryable_writes_supported:
+            if holder.txn_number is None and server_description.retryable_writes_supported:
                 holder.txn_number = session._next_txn_number()
             fields.txn_number = holder.txn_number
         if holder.explicit is session and operation.session_read_concern != "none":
