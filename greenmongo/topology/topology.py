@@ -21,6 +21,7 @@ does, or gevent may see nothing left to run and raise LoopExit.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 import weakref
 from contextlib import contextmanager
@@ -48,7 +49,7 @@ from greenmongo.sdam.settings import TopologySettings
 from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.topology_type import TopologyType
 from greenmongo.sdam.update import TopologyUpdate, apply_srv_hosts, describe, plan_update
-from greenmongo.topology.logging import SelectionLogger, TopologyLogger
+from greenmongo.topology.logging import SERVER_SELECTION_LOGGER, SelectionLogger, TopologyLogger
 from greenmongo.topology.monitor import Monitor, MonitorSettings, streaming_enabled
 from greenmongo.topology.server import Server, pooled_connection_factory
 from greenmongo.topology.srv_poller import MIN_RESCAN_INTERVAL, SrvPoller
@@ -128,6 +129,8 @@ class Topology:
         self._description = TopologyDescription.initial(settings)
         self._servers: Dict[Address, Server] = {}
         self._changed = Event()
+        self._selection_cache_for: Optional[TopologyDescription] = None
+        self._selection_cache: Dict[Any, List[ServerDescription]] = {}
         self._opened = False
         self._closed = False
         self._srv_poller: List[SrvPoller] = []  # zero or one; a list the finalizer can share
@@ -303,13 +306,30 @@ class Topology:
             read_preference, server_selector = _ANY_READ, read_preference
         selector = self._combined_selector(server_selector)
         deprioritized = tuple(deprioritized)
+        # The suitable servers are a pure function of the description and these arguments: remember them
+        # per description (not with a selector function, which may be impure).
+        cache_key = (read_preference, is_write) if selector is None and not deprioritized else None
+        if cache_key is not None:
+            try:
+                hash(cache_key)
+            except TypeError:
+                cache_key = None
 
         def candidates(description: TopologyDescription) -> List[ServerDescription]:
-            return select_servers(description, read_preference, is_write=is_write, deprioritized=deprioritized,
-                                  server_selector=selector)
+            if cache_key is not None:
+                if description is not self._selection_cache_for:
+                    self._selection_cache_for, self._selection_cache = description, {}
+                found = self._selection_cache.get(cache_key)
+                if found is not None:
+                    return found
+            found = select_servers(description, read_preference, is_write=is_write, deprioritized=deprioritized,
+                                   server_selector=selector)
+            if cache_key is not None and found:
+                self._selection_cache[cache_key] = found
+            return found
 
-        criteria = _criteria(read_preference, is_write, selector is not None)
-        return self._select(candidates, criteria, timeout, deadline, operation, operation_id)
+        return self._select(candidates, lambda: _criteria(read_preference, is_write, selector is not None), timeout,
+                            deadline, operation, operation_id)
 
     def select_server_by_address(self, address: Address, *, timeout: Optional[float] = None,
                                  deadline: Optional[float] = None, operation: Optional[str] = None,
@@ -325,7 +345,7 @@ class Topology:
                 description.topology_type is TopologyType.Single and found.is_server_type_known)
             return [found] if usable else []
 
-        return self._select(candidates, f"server {format_address(address)}", timeout, deadline, operation,
+        return self._select(candidates, lambda: f"server {format_address(address)}", timeout, deadline, operation,
                             operation_id)
 
     @contextmanager
@@ -348,16 +368,18 @@ class Topology:
 
         return both
 
-    def _select(self, candidates: Callable[[TopologyDescription], List[ServerDescription]], criteria: str,
-                timeout: Optional[float], deadline: Optional[float], operation: Optional[str],
-                operation_id: Optional[int]) -> Server:
+    def _select(self, candidates: Callable[[TopologyDescription], List[ServerDescription]],
+                describe_criteria: Callable[[], str], timeout: Optional[float], deadline: Optional[float],
+                operation: Optional[str], operation_id: Optional[int]) -> Server:
+        """``describe_criteria()`` names what is selected, for logs and the timeout error (built only then)."""
         self.open()
         if timeout is None:
             timeout = self._selection_timeout
         end = monotonic() + timeout
         if deadline is not None:
             end = min(end, deadline)
-        log = SelectionLogger(criteria, operation, operation_id)
+        log = SelectionLogger(describe_criteria() if SERVER_SELECTION_LOGGER.isEnabledFor(logging.INFO) else "",
+                              operation, operation_id)
         if log.enabled():
             log.started(self._description)
         waiting_logged = False
@@ -381,7 +403,7 @@ class Topology:
             remaining = end - monotonic()
             if remaining <= 0:
                 raise self._selection_failed(log, description, _selection_timeout_error(
-                    description, criteria, timeout))
+                    description, describe_criteria(), timeout))
             self.request_check_all()
             if not waiting_logged and log.enabled(20):
                 log.waiting(description, remaining)
