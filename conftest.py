@@ -15,14 +15,40 @@ if os.environ.get("GREENMONGO_TEST_PATCHED", "").lower() in ("1", "true", "yes")
 pytest_plugins = ["tests.plugins.hub_watchdog"]
 
 
+#: Spec runners that only call pure functions on JSON (no sockets, no greenlets): the same calls in
+#: both worlds, so the patched pass skips them.
+_PURE_SPEC_MODULES = frozenset({
+    "test_bson_corpus.py", "test_bson_binary_vector.py", "test_connection_string.py", "test_uri_options.py",
+    "test_sdam.py", "test_server_selection.py", "test_max_staleness.py", "test_read_write_concern.py",
+    "test_auth_legacy.py",
+})
+#: Unified suites the patched pass runs again: every kind of I/O path (CRUD, cursors, bulk, sessions,
+#: transactions, retries with failpoints, change streams, GridFS, overload backoff). The other suites
+#: exercise the same paths with other command shapes; the unpatched pass runs them all.
+_PATCHED_PASS_UNIFIED = ("crud/", "transactions/", "transactions-convenient-api/", "retryable-writes/",
+                         "sessions/", "change-streams/", "gridfs/", "client-backpressure/", "valid-pass/")
+
+
+def _single_pass(item) -> bool:
+    if item.get_closest_marker("one_pass") is not None:
+        return True
+    if item.path.name in _PURE_SPEC_MODULES:
+        return True
+    if item.path.name in ("test_unified_suites.py", "test_unified_format.py"):
+        return not any(part in item.nodeid for part in _PATCHED_PASS_UNIFIED)
+    return False
+
+
 def pytest_collection_modifyitems(config, items):
-    """In the patched pass, skip ``one_pass`` tests: they already ran both worlds in subprocesses
-    (or do no gevent I/O at all) during the unpatched pass; running them again only costs CI time."""
+    """In the patched pass, skip what the unpatched pass already covers for both worlds: ``one_pass``
+    tests (own patched/unpatched subprocesses, or no gevent I/O), the pure JSON spec runners, and the
+    unified suites outside ``_PATCHED_PASS_UNIFIED``. Keeps CI well under its 20 minutes."""
     if os.environ.get("GREENMONGO_TEST_PATCHED", "").lower() not in ("1", "true", "yes"):
         return
     import pytest
 
-    skip = pytest.mark.skip(reason="one_pass: covered by the unpatched pass (own subprocesses / no gevent I/O)")
+    skip = pytest.mark.skip(reason="one pass: covered by the unpatched pass (subprocesses / no gevent I/O / "
+                                   "same I/O paths as the suites the patched pass runs)")
     for item in items:
-        if item.get_closest_marker("one_pass") is not None:
+        if _single_pass(item):
             item.add_marker(skip)
