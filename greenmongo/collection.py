@@ -309,14 +309,8 @@ class Collection(Handle):
                                   codec_options=self._codec_options, **options)
         state = client._executor.execute(operation, session=session)
         batch = state.first_batch
-        if state.alive:  # not expected with limit -1; never leave a server cursor behind
-            kill = state.close()
-            try:
-                if kill is not None:
-                    client._executor.execute(kill, address=state.address, session=state.session)
-            finally:
-                if state.session is not None and state.session._implicit:
-                    state.session.end_session()
+        if state.alive:  # not expected with limit -1; the cursor's close kills it and ends its session
+            CommandCursor(self, state).close()
         return batch[0] if batch else None
 
     def _find_and_modify(self, filter: Mapping[str, Any], kind: str, update: Any, projection: Any, sort: Any,

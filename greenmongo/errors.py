@@ -301,6 +301,11 @@ class FileExists(GridFSError):
     """An upload's file id is already used by another stored file."""
 
 
+def has_error_label(error: BaseException, label: str) -> bool:
+    """``error.has_error_label(label)`` for any exception (others than ours have no labels)."""
+    return isinstance(error, GreenMongoError) and error.has_error_label(label)
+
+
 __all__ = [name for name, value in list(globals().items())
            if isinstance(value, type) and issubclass(value, BaseException)] + ["PyMongoError"]
 

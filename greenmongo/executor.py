@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import gevent
 
 from greenmongo import logging_format
-from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure
+from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure, has_error_label
 from greenmongo.net.settings import server_api_fields
 from greenmongo.monitoring.command import (
     CommandFailedEvent,
@@ -36,15 +36,14 @@ from greenmongo.options.read_preferences import ReadPreference
 from greenmongo.operations.run_command import RunCommandOperation
 from greenmongo.retry import (
     MAX_OVERLOAD_RETRIES,
-    NO_WRITES_PERFORMED,
     RETRY_TOKEN_RETURN_RATE,
     RETRYABLE_ERROR,
     SYSTEM_OVERLOADED_ERROR,
     RetryBudget,
     add_retryable_write_label,
+    error_after_retry,
     is_retryable_read_error,
     is_retryable_write_error,
-    never_reached_server,
     overload_backoff,
     unsupported_retryable_writes_error,
 )
@@ -142,7 +141,7 @@ class Executor:
             if operation.ends_transaction:
                 if operation.name == "commitTransaction":
                     label_commit_error(exc)
-                if _has_label(exc, UNKNOWN_COMMIT_RESULT) or _has_label(exc, TRANSIENT_TRANSACTION_ERROR):
+                if has_error_label(exc, UNKNOWN_COMMIT_RESULT) or has_error_label(exc, TRANSIENT_TRANSACTION_ERROR):
                     session._transaction.pinned_address = None
             raise
 
@@ -166,7 +165,6 @@ class Executor:
                 elif operation.is_read and self._retry_reads:
                     classic = "read"
         holder.retryable_write = classic == "write"
-        overload_allowed = self._overload_retries_allowed(operation)
         tried: list = []
         attempt = 0
         overloaded = False
@@ -182,15 +180,12 @@ class Executor:
             except Exception as exc:
                 if transaction is not None:
                     label_statement_error(exc)
-                    if _has_label(exc, TRANSIENT_TRANSACTION_ERROR):
+                    if has_error_label(exc, TRANSIENT_TRANSACTION_ERROR):
                         transaction.pinned_address = None
-                overload = _has_label(exc, SYSTEM_OVERLOADED_ERROR)
+                overload = has_error_label(exc, SYSTEM_OVERLOADED_ERROR)
                 if attempt and not overload:
                     self._retry_budget.deposit(1)  # a healthy server answered the retry
-                if attempt == 0:
-                    reached = exc
-                elif not (never_reached_server(exc) or _has_label(exc, NO_WRITES_PERFORMED)):
-                    reached = exc
+                reached = exc if reached is None else error_after_retry(reached, exc)
                 if classic == "read":
                     retryable = is_retryable_read_error(exc)
                 elif classic == "write":
@@ -201,7 +196,8 @@ class Executor:
                                  and is_retryable_write_error(exc))
                 else:
                     retryable = False
-                overload_retryable = overload and overload_allowed and _has_label(exc, RETRYABLE_ERROR)
+                overload_retryable = (overload and has_error_label(exc, RETRYABLE_ERROR)
+                                      and self._overload_retries_allowed(operation))
                 overloaded = overloaded or overload
                 limit = MAX_OVERLOAD_RETRIES if overloaded else 1
                 if not (retryable or overload_retryable) or attempt >= limit or (
@@ -298,13 +294,14 @@ class Executor:
         return operation.selection_read_preference(wire_versions, load_balanced)
 
     def _current_wire_info(self) -> WireInfo:
-        """Limits for batch splitting before a server is chosen: the selected server's, else defaults."""
+        """Limits for batch splitting before a server is chosen: a writable server's as the topology
+        knows it (no selection per batch: the batch's own execute selects), waiting only if none is known."""
+        for description in self._topology.description.server_descriptions().values():
+            if description.is_writable:
+                return _wire_info(description)
         server = self._topology.select_server(ReadPreference.PRIMARY, is_write=True, operation="bulkWrite")
         try:
-            description = server.description
-            hello = description.hello or {}
-            return WireInfo.from_hello({**hello, "maxWireVersion": description.max_wire_version or 0},
-                                       server.address)
+            return _wire_info(server.description)
         finally:
             server.end_operation()
 
@@ -535,9 +532,9 @@ class _SessionHolder:
             self.implicit = None
 
 
-def _has_label(error: BaseException, label: str) -> bool:
-    has = getattr(error, "has_error_label", None)
-    return bool(has is not None and has(label))
+def _wire_info(description: Any) -> WireInfo:
+    hello = description.hello or {}
+    return WireInfo.from_hello({**hello, "maxWireVersion": description.max_wire_version or 0}, description.address)
 
 
 def _chooses_own_preference(operation: Operation) -> bool:

@@ -21,6 +21,7 @@ from greenmongo.errors import (
     ServerSelectionTimeoutError,
     WaitQueueTimeoutError,
     WriteConcernError,
+    has_error_label,
 )
 from greenmongo.sdam.server_type import ServerType
 
@@ -137,17 +138,14 @@ def write_concern_error_of(error: OperationFailure) -> Optional[Mapping[str, Any
 
 
 def is_retryable_write_error(error: BaseException) -> bool:
-    has_label = getattr(error, "has_error_label", None)
-    return bool(has_label and has_label(RETRYABLE_WRITE_ERROR))
+    return has_error_label(error, RETRYABLE_WRITE_ERROR)
 
 
-def error_after_retry(first: BaseException, retry_error: BaseException) -> BaseException:
-    """Which error the user sees when the retry failed too (Retryable Writes spec)."""
-    if never_reached_server(retry_error):
-        return first
-    has_label = getattr(retry_error, "has_error_label", None)
-    if has_label is not None and has_label(NO_WRITES_PERFORMED):
-        return first
+def error_after_retry(previous: BaseException, retry_error: BaseException) -> BaseException:
+    """Which error the user sees when a retry failed too (Retryable Writes spec): the retry's, unless it
+    never reached a server or wrote nothing (NoWritesPerformed)."""
+    if never_reached_server(retry_error) or has_error_label(retry_error, NO_WRITES_PERFORMED):
+        return previous
     return retry_error
 
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from greenmongo.bson.binary import UUID_SUBTYPE, Binary
 from greenmongo.bson.timestamp import Timestamp
-from greenmongo.errors import ConfigurationError, GreenMongoError, InvalidOperation
+from greenmongo.errors import ConfigurationError, GreenMongoError, InvalidOperation, has_error_label
 from greenmongo.operations.transaction import AbortTransactionOperation, CommitTransactionOperation
 from greenmongo.transaction import (
     TRANSIENT_TRANSACTION_ERROR,
@@ -247,8 +247,7 @@ class ClientSession:
             except BaseException as exc:
                 if self.in_transaction:
                     self.abort_transaction()
-                if (isinstance(exc, GreenMongoError) and exc.has_error_label(TRANSIENT_TRANSACTION_ERROR)
-                        and within_time()):
+                if has_error_label(exc, TRANSIENT_TRANSACTION_ERROR) and within_time():
                     continue
                 raise
             if not self.in_transaction:

@@ -120,13 +120,9 @@ class Transaction:
     def start(self, options: TransactionOptions) -> None:
         if self.active:
             raise InvalidOperation("Transaction already in progress")
-        if options.write_concern is not None and not options.write_concern.acknowledged:
-            raise ConfigurationError("transactions do not support unacknowledged write concern")
+        self.reset()  # (TransactionOptions already refused an unacknowledged write concern)
         self.state = TransactionState.STARTING
         self.options = options
-        self.pinned_address = None
-        self.recovery_token = None
-        self.attempt = 0
 
     def statement_sent(self) -> None:
         """The first statement went out: later ones no longer carry startTransaction."""
@@ -190,21 +186,17 @@ class Transaction:
 def label_statement_error(error: BaseException) -> None:
     """A network or server-selection error inside a transaction is transient (not for commit)."""
     if isinstance(error, ConnectionFailure):  # network errors, pool cleared, server selection
-        _add_label(error, TRANSIENT_TRANSACTION_ERROR)
+        error._add_error_label(TRANSIENT_TRANSACTION_ERROR)
 
 
 def label_commit_error(error: BaseException) -> None:
     """Errors after which the commit's outcome is unknown get UnknownTransactionCommitResult."""
-    if isinstance(error, ConnectionFailure):
-        _remove_label(error, TRANSIENT_TRANSACTION_ERROR)
-        _add_label(error, UNKNOWN_COMMIT_RESULT)
-        return
-    if not isinstance(error, OperationFailure):
-        return
-    if (_has_label(error, "RetryableWriteError") or error.code == MAX_TIME_MS_EXPIRED
-            or (_is_write_concern_error(error) and error.code not in _INVALID_WRITE_CONCERN_CODES)):
-        _remove_label(error, TRANSIENT_TRANSACTION_ERROR)
-        _add_label(error, UNKNOWN_COMMIT_RESULT)
+    unknown = isinstance(error, ConnectionFailure) or (isinstance(error, OperationFailure) and (
+        error.has_error_label("RetryableWriteError") or error.code == MAX_TIME_MS_EXPIRED
+        or (isinstance(error, WriteConcernError) and error.code not in _INVALID_WRITE_CONCERN_CODES)))
+    if unknown:
+        error._remove_error_label(TRANSIENT_TRANSACTION_ERROR)
+        error._add_error_label(UNKNOWN_COMMIT_RESULT)
 
 
 def is_max_time_expired(error: BaseException) -> bool:
@@ -217,22 +209,3 @@ def is_max_time_expired(error: BaseException) -> bool:
     concern_error = details.get("writeConcernError") if isinstance(details, Mapping) else None
     return isinstance(concern_error, Mapping) and concern_error.get("code") == MAX_TIME_MS_EXPIRED
 
-
-def _is_write_concern_error(error: BaseException) -> bool:
-    return isinstance(error, WriteConcernError)
-
-
-def _has_label(error: BaseException, label: str) -> bool:
-    return bool(getattr(error, "has_error_label", None) and error.has_error_label(label))  # type: ignore[attr-defined]
-
-
-def _add_label(error: BaseException, label: str) -> None:
-    adder = getattr(error, "_add_error_label", None)
-    if adder is not None:
-        adder(label)
-
-
-def _remove_label(error: BaseException, label: str) -> None:
-    remover = getattr(error, "_remove_error_label", None)
-    if remover is not None:
-        remover(label)

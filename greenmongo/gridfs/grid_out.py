@@ -222,18 +222,7 @@ class GridOut(io.IOBase):
 
     def read(self, size: Optional[int] = -1) -> bytes:
         """Up to ``size`` bytes (all the rest if ``size`` is negative or None)."""
-        remaining = self._remaining()
-        if size is None or size < 0 or size > remaining:
-            size = remaining
-        parts = []
-        while size > 0:
-            data, offset = self._current_chunk()
-            piece = data[offset:offset + size]
-            self._position += len(piece)
-            size -= len(piece)
-            parts.append(piece)
-        self._after_read()
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return self._read(size, up_to_newline=False)
 
     def readchunk(self) -> bytes:
         """The rest of the current chunk (b"" at the end of the file)."""
@@ -247,22 +236,27 @@ class GridOut(io.IOBase):
 
     def readline(self, size: Optional[int] = -1) -> bytes:
         """Up to and including the next ``b"\\n"``, or at most ``size`` bytes."""
+        return self._read(size, up_to_newline=True)
+
+    def _read(self, size: Optional[int], *, up_to_newline: bool) -> bytes:
         remaining = self._remaining()
         if size is None or size < 0 or size > remaining:
             size = remaining
         parts = []
         while size > 0:
             data, offset = self._current_chunk()
-            end = data.find(_NEWLINE, offset, offset + size)
-            stop = end + 1 if end >= 0 else min(offset + size, len(data))
+            stop = min(offset + size, len(data))
+            found = data.find(_NEWLINE, offset, stop) if up_to_newline else -1
+            if found >= 0:
+                stop = found + 1
             piece = data[offset:stop]
             self._position += len(piece)
             size -= len(piece)
             parts.append(piece)
-            if end >= 0:
+            if found >= 0:
                 break
         self._after_read()
-        return b"".join(parts)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def __iter__(self) -> Iterator[bytes]:
         """Lines, as for any binary file (``readchunk`` reads chunk by chunk)."""
