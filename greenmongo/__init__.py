@@ -6,10 +6,12 @@ PyMongo's (``MongoClient``, ``ReadPreference``, ``InsertOne``, ``ASCENDING``, ..
 
 from __future__ import annotations
 
-__version__ = "0.1.0.dev0"
+from greenmongo._version import __version__
+
 version = __version__
 
 from greenmongo import errors  # noqa: E402
+from greenmongo.dropin import install_as_pymongo  # noqa: E402
 from greenmongo.client import MongoClient  # noqa: E402
 from greenmongo.operations import (  # noqa: E402
     DeleteMany,
@@ -31,5 +33,5 @@ __all__ = [
     "ASCENDING", "DESCENDING", "GEO2D", "GEOSPHERE", "HASHED", "TEXT", "Collation", "CursorType", "DeleteMany",
     "DeleteOne", "IndexModel", "InsertOne", "MongoClient", "ReadConcern", "ReadPreference", "ReplaceOne",
     "ReturnDocument", "SearchIndexModel", "ServerApi", "ServerApiVersion", "UpdateMany", "UpdateOne",
-    "WriteConcern", "errors", "version",
+    "WriteConcern", "errors", "install_as_pymongo", "version",
 ]

@@ -15,8 +15,8 @@ import sys
 from importlib import metadata as _importlib_metadata
 from typing import Any, Callable, Mapping, Optional
 
-import greenmongo
 from greenmongo import bson
+from greenmongo._version import __version__
 from greenmongo.errors import ConfigurationError
 
 DRIVER_NAME = "greenmongo"
@@ -152,7 +152,7 @@ def build_metadata(
         if len(appname.encode("utf-8")) > MAX_APPNAME_SIZE:
             raise ConfigurationError(f"appname must be at most {MAX_APPNAME_SIZE} bytes in UTF-8")
         document["application"] = {"name": appname}
-    name, version, platform_text = DRIVER_NAME, greenmongo.__version__, platform_string()
+    name, version, platform_text = DRIVER_NAME, __version__, platform_string()
     if driver_info is not None:
         for part in (driver_info.name, getattr(driver_info, "version", None),
                      getattr(driver_info, "platform", None)):
