@@ -112,7 +112,7 @@ def _time_ops(operation, ops: int, repeat: int) -> float:
 def run_greenmongo(port: int, ops: int, repeat: int) -> dict:
     sys.path.insert(0, ROOT)
     from greenmongo.net.handshake import open_connection
-    from greenmongo.net.settings import ConnectionSettings
+    from greenmongo.options.connection_settings import ConnectionSettings
 
     conn = open_connection(("127.0.0.1", port), ConnectionSettings(socket_timeout=10))
     counter = iter(range(10**9))

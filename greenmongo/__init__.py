@@ -12,7 +12,7 @@ version = __version__
 
 from greenmongo import errors  # noqa: E402
 from greenmongo.dropin import install_as_pymongo  # noqa: E402
-from greenmongo.client import MongoClient  # noqa: E402
+from greenmongo.mongo_client import MongoClient  # noqa: E402
 from greenmongo.operations import (  # noqa: E402
     DeleteMany,
     DeleteOne,

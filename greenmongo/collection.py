@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import abc
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
 
-from greenmongo._handle import Handle
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.command_cursor import CommandCursor, RawBatchCommandCursor, raw_codec_options
+from greenmongo.common import BaseObject
 from greenmongo.cursor import Cursor, RawBatchCursor
 from greenmongo.errors import ConfigurationError, InvalidName
 from greenmongo.operations.arguments import (
@@ -97,7 +97,7 @@ def _check_unacknowledged(write_concern: WriteConcern, collation: Any = None, ar
         require_acknowledged_for("arrayFilters", False)
 
 
-class Collection(Handle):
+class Collection(BaseObject):
     """A MongoDB collection: ``database[name]``, ``database.get_collection(name, ...)``."""
 
     _kind = "Collection"
@@ -545,7 +545,7 @@ class Collection(Handle):
             return options
         return {}
 
-    # -- dunder (equality, hash, repr, bool and iteration: Handle) ---------------------------------
+    # -- dunder (equality, hash, repr, bool and iteration: BaseObject) ---------------------------------
 
     def _identity(self) -> tuple[Any, str]:
         return self._database, self._name

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from greenmongo._handle import Handle
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.dbref import DBRef
 from greenmongo.collection import Collection, check_options
 from greenmongo.command_cursor import CommandCursor
+from greenmongo.common import BaseObject
 from greenmongo.errors import CollectionInvalid, InvalidName, InvalidOperation
 from greenmongo.operations.collections import (
     CreateCollectionOperation,
@@ -43,7 +43,7 @@ def validate_database_name(name: Any) -> str:
     return name
 
 
-class Database(Handle):
+class Database(BaseObject):
     """A MongoDB database: ``client[name]`` or ``client.get_database(name, ...)``."""
 
     _kind = "Database"
@@ -252,7 +252,7 @@ class Database(Handle):
                                     batch_size, collation, start_at_operation_time, session, start_after, comment,
                                     full_document_before_change, show_expanded_events)
 
-    # -- dunder (equality, hash, repr, bool and iteration: Handle) -------------------------------
+    # -- dunder (equality, hash, repr, bool and iteration: BaseObject) -------------------------------
 
     def _identity(self) -> tuple[Any, str]:
         return self._client, self._name

@@ -213,7 +213,7 @@ def real_connection_factory():
         return None
     try:
         from greenmongo.net.handshake import open_connection
-        from greenmongo.net.settings import ConnectionSettings
+        from greenmongo.options.connection_settings import ConnectionSettings
     except ImportError:
         return None
     return open_connection, ConnectionSettings

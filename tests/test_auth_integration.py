@@ -9,7 +9,7 @@ import pytest
 from greenmongo.auth import Authenticator
 from greenmongo.errors import ConfigurationError, OperationFailure
 from greenmongo.net.handshake import open_connection
-from greenmongo.net.settings import ConnectionSettings
+from greenmongo.options.connection_settings import ConnectionSettings
 from greenmongo.options.credentials import build_credentials
 from tests.servers.secantus import SecantusServer
 

@@ -86,7 +86,8 @@ def test_datetime_conversion_modes() -> None:
     data = bson.encode({"d": far})
     with pytest.raises(InvalidBSON, match="DATETIME_AUTO"):
         bson.decode(data)
-    assert bson.decode(data, codec_options=CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO))["d"] == far
+    auto = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+    assert bson.decode(data, codec_options=auto)["d"] == far
     assert bson.decode(data, codec_options=CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS))["d"] == far
     clamped = bson.decode(data, codec_options=CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_CLAMP))
     assert clamped["d"] == datetime.datetime(9999, 12, 31, 23, 59, 59, 999000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from greenmongo.net.handshake import open_connection
-from greenmongo.net.settings import ConnectionSettings
+from greenmongo.options.connection_settings import ConnectionSettings
 from greenmongo.wire.compression import COMPRESSOR_IDS
 from tests.servers.scripted import Reply, ScriptedServer
 

@@ -17,7 +17,7 @@ from greenmongo.errors import (
     ProtocolError,
 )
 from greenmongo.net.handshake import open_connection
-from greenmongo.net.settings import ConnectionSettings
+from greenmongo.options.connection_settings import ConnectionSettings
 from greenmongo.wire import op_msg
 from greenmongo.wire.header import OP_MSG, OP_QUERY
 from tests.servers.scripted import (

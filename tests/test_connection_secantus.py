@@ -11,7 +11,7 @@ import pytest
 from greenmongo.errors import AutoReconnect, NetworkTimeout, OperationFailure
 from greenmongo.net import connect as connect_module
 from greenmongo.net.handshake import open_connection
-from greenmongo.net.settings import ConnectionSettings
+from greenmongo.options.connection_settings import ConnectionSettings
 from tests.servers.secantus import free_port
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from greenmongo.executor import read_preference_field
+from greenmongo.engine.executor import read_preference_field
 from greenmongo.options.read_preferences import Nearest, ReadPreference, Secondary
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
@@ -18,7 +18,8 @@ SECONDARY_TAGGED = Secondary(tag_sets=[{"dc": "ny"}])
     (TopologyType.ReplicaSetWithPrimary, ServerType.RSPrimary, SECONDARY_TAGGED, True, None),
     # Direct connection to a non-mongos: primaryPreferred lets a secondary answer.
     (TopologyType.Single, ServerType.RSSecondary, PRIMARY, False, {"mode": "primaryPreferred"}),
-    (TopologyType.Single, ServerType.Standalone, SECONDARY_TAGGED, False, {"mode": "secondary", "tags": [{"dc": "ny"}]}),
+    (TopologyType.Single, ServerType.Standalone, SECONDARY_TAGGED, False,
+     {"mode": "secondary", "tags": [{"dc": "ny"}]}),
     # Direct connection to a mongos: the user's preference, omitted when primary.
     (TopologyType.Single, ServerType.Mongos, PRIMARY, False, None),
     (TopologyType.Single, ServerType.Mongos, Nearest(), False, {"mode": "nearest"}),

@@ -11,7 +11,7 @@ from greenmongo import bson
 from greenmongo.errors import ConfigurationError
 from greenmongo.net import metadata
 from greenmongo.net.handshake import build_hello
-from greenmongo.net.settings import ConnectionSettings
+from greenmongo.options.connection_settings import ConnectionSettings
 
 
 def no_file(_path: str) -> bool:

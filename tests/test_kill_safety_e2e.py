@@ -44,7 +44,7 @@ from gevent.event import Event
 from greenmongo import InsertOne, MongoClient, UpdateOne
 from greenmongo.errors import ConnectionFailure
 from greenmongo.net.connection import Connection
-from greenmongo.session import ClientSession
+from greenmongo.client_session import ClientSession
 from tests.servers.secantus import SecantusServer
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]

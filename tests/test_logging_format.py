@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from greenmongo import logging_format as lf
+from greenmongo.logs import messages as lf
 from greenmongo.bson import ObjectId
 from greenmongo.errors import NetworkTimeout, OperationFailure, ServerSelectionTimeoutError
 

@@ -11,7 +11,7 @@ import pytest
 from gevent.event import Event
 
 from greenmongo.errors import NetworkTimeout
-from greenmongo.topology._hub import Interruptible, call_with_deadline, wait_for
+from greenmongo.hub.waiting import Interruptible, call_with_deadline, wait_for
 
 
 _HUB_SCRIPT = r"""
@@ -21,7 +21,7 @@ if os.environ.get("GREENMONGO_TEST_PATCHED", "").lower() in ("1", "true", "yes")
     monkey.patch_all()
 import gevent
 from gevent.event import Event
-from greenmongo.topology._hub import wait_for
+from greenmongo.hub.waiting import wait_for
 
 event = Event()
 waiter = gevent.spawn(wait_for, event, 30.0)

@@ -9,7 +9,7 @@ from greenmongo.errors import AutoReconnect
 from greenmongo.net import ocsp
 from greenmongo.net.connect import open_stream
 from greenmongo.net.handshake import open_connection
-from greenmongo.net.settings import ConnectionSettings, TlsSettings
+from greenmongo.options.connection_settings import ConnectionSettings, TlsSettings
 from tests.servers.scripted import ScriptedServer
 from tests.servers.tls_certs import make_ca, make_cert, make_ocsp_response, server_context
 

@@ -9,7 +9,7 @@ import pytest
 
 from greenmongo.bson.binary import UuidRepresentation
 from greenmongo.errors import ConfigurationError
-from greenmongo.net.settings import ConnectionSettings, ProxySettings, TlsSettings
+from greenmongo.options.connection_settings import ConnectionSettings, ProxySettings, TlsSettings
 from greenmongo.options import ClientOptions, ReadPreference, Secondary, ServerApi, ServerApiVersion
 from greenmongo.sdam.settings import TopologySettings
 

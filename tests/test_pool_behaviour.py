@@ -20,7 +20,7 @@ from greenmongo.monitoring.pool import (ConnectionCheckOutFailedEvent, Connectio
                                         ConnectionCreatedEvent, ConnectionPoolListener, PoolClearedEvent,
                                         PoolCreatedEvent)
 from greenmongo.pool import Pool, PoolClosedError, PoolOptions
-from greenmongo.pool_logging import StructuredMessage
+from greenmongo.logs.pool import StructuredMessage
 from tests.api_support import PoolRecorder as Recorder
 
 

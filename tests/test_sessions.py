@@ -6,7 +6,7 @@ import pytest
 
 from greenmongo import MongoClient, WriteConcern
 from greenmongo.errors import InvalidOperation
-from greenmongo.session import ServerSession, ServerSessionPool
+from greenmongo.engine.server_session import ServerSession, ServerSessionPool
 from tests.api_support import Recorder
 
 pytestmark = pytest.mark.server

@@ -12,7 +12,7 @@ from gevent.server import StreamServer
 from greenmongo.errors import AutoReconnect, NetworkTimeout
 from greenmongo.net import socks5
 from greenmongo.net.handshake import open_connection
-from greenmongo.net.settings import ConnectionSettings, ProxySettings, TlsSettings
+from greenmongo.options.connection_settings import ConnectionSettings, ProxySettings, TlsSettings
 from tests.servers.scripted import ScriptedServer
 from tests.servers.secantus import free_port
 from tests.servers.tls_certs import make_ca, make_cert, server_context

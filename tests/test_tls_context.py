@@ -6,7 +6,7 @@ import pytest
 from OpenSSL import SSL
 
 from greenmongo.errors import ConfigurationError
-from greenmongo.net.settings import ConnectionSettings, ProxySettings, TlsSettings
+from greenmongo.options.connection_settings import ConnectionSettings, ProxySettings, TlsSettings
 from greenmongo.net.tls import build_context
 from tests.servers.tls_certs import make_ca, make_cert
 

@@ -10,7 +10,7 @@ import pytest
 
 from greenmongo.errors import NetworkTimeout
 from greenmongo.net.handshake import open_connection
-from greenmongo.net.settings import ConnectionSettings, TlsSettings
+from greenmongo.options.connection_settings import ConnectionSettings, TlsSettings
 from tests.servers.scripted import ScriptedServer
 from tests.servers.tls_certs import make_ca, make_cert, server_context
 

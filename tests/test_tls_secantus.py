@@ -6,7 +6,7 @@ import pytest
 
 from greenmongo.errors import AutoReconnect
 from greenmongo.net.handshake import open_connection
-from greenmongo.net.settings import ConnectionSettings, TlsSettings
+from greenmongo.options.connection_settings import ConnectionSettings, TlsSettings
 from tests.servers.secantus import SecantusServer
 from tests.servers.tls_certs import make_ca, make_cert
 

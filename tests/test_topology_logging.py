@@ -9,7 +9,7 @@ import pytest
 from greenmongo.errors import ServerSelectionTimeoutError
 from greenmongo.monitoring.topology import ServerHeartbeatSucceededEvent
 from greenmongo.options.read_preferences import SecondaryPreferred
-from greenmongo.topology.logging import LogMessage, max_document_length, truncate
+from greenmongo.logs.topology import LogMessage, max_document_length, truncate
 from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology, wait_until
 
 

@@ -20,7 +20,7 @@ from greenmongo.errors import (
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ReadPreference
 from greenmongo.options.write_concern import WriteConcern
-from greenmongo.retry import (
+from greenmongo.engine.retry import (
     RetryBudget,
     add_retryable_write_label,
     error_after_retry,
@@ -29,7 +29,7 @@ from greenmongo.retry import (
     unsupported_retryable_writes_error,
 )
 from greenmongo.sdam.server_type import ServerType
-from greenmongo.transaction import (
+from greenmongo.engine.transaction import (
     Transaction,
     TransactionOptions,
     TransactionState,

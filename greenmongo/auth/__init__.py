@@ -11,9 +11,9 @@ ConfigurationError.
 
 from greenmongo.auth.cache import AuthCache, AuthIO
 from greenmongo.auth.mechanisms import (
+    SUPPORTED_MECHANISMS,
     Authenticator,
     HandshakeAuth,
-    SUPPORTED_MECHANISMS,
     authenticate,
     prepare_handshake,
     reauthenticate,

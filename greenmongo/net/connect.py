@@ -18,9 +18,9 @@ from gevent.queue import Queue
 
 from greenmongo.errors import AutoReconnect, NetworkTimeout
 from greenmongo.net import ocsp
-from greenmongo.net.settings import ConnectionSettings
 from greenmongo.net.socks5 import socks5_handshake
 from greenmongo.net.tls import TlsSocket, build_context, wrap_socket
+from greenmongo.options.connection_settings import ConnectionSettings
 
 #: RFC 8305's recommended "connection attempt delay".
 ATTEMPT_DELAY = 0.25

@@ -25,8 +25,8 @@ from greenmongo.errors import (
     NetworkTimeout,
     ProtocolError,
 )
-from greenmongo.net.settings import ConnectionSettings, server_api_fields
 from greenmongo.net.tls import TlsSocket
+from greenmongo.options.connection_settings import ConnectionSettings, server_api_fields
 from greenmongo.wire import legacy, op_msg
 from greenmongo.wire.batching import DEFAULT_MAX_BSON_SIZE, DEFAULT_MAX_WRITE_BATCH_SIZE, WireLimits
 from greenmongo.wire.command_errors import check_command_reply

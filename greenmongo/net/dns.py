@@ -26,6 +26,7 @@ import dns.message
 import dns.name
 import dns.rcode
 import dns.rdatatype
+
 # dnspython imports rdata classes on first use, and dns.resolver (only its resolv.conf reader is
 # used) takes ~10 ms to import: importing them here keeps that out of the first lookup, which
 # would otherwise stall the hub once.

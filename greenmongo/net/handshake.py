@@ -17,13 +17,11 @@ from greenmongo.net import ocsp
 from greenmongo.net.connect import open_stream
 from greenmongo.net.connection import Connection
 from greenmongo.net.metadata import client_metadata
-from greenmongo.net.settings import ConnectionSettings, server_api_fields
+from greenmongo.options.connection_settings import ConnectionSettings, server_api_fields
 from greenmongo.wire.batching import DEFAULT_MAX_BSON_SIZE, DEFAULT_MAX_WRITE_BATCH_SIZE
 from greenmongo.wire.compression import get_compressor, negotiate
 from greenmongo.wire.header import DEFAULT_MAX_MESSAGE_SIZE
-
-#: The first wire version with OP_MSG (MongoDB 3.6).
-OP_MSG_MIN_WIRE_VERSION = 6
+from greenmongo.wire.versions import OP_MSG_MIN_WIRE_VERSION
 
 LOAD_BALANCER_UNSUPPORTED = ("Driver attempted to initialize in load balancing mode, but the server does not "
                              "support this mode.")

@@ -32,8 +32,7 @@ from OpenSSL import SSL
 
 from greenmongo.errors import AutoReconnect, ConfigurationError, NetworkTimeout
 from greenmongo.net import ocsp
-from greenmongo.net.settings import TlsSettings
-
+from greenmongo.options.connection_settings import TlsSettings
 
 # -- context -----------------------------------------------------------------
 

@@ -101,17 +101,10 @@ from greenmongo.wire.batching import (
 )
 from greenmongo.wire.command_errors import check_command_reply
 from greenmongo.wire.header import DEFAULT_MAX_MESSAGE_SIZE
+from greenmongo.wire.versions import WIRE_4_2, WIRE_4_4, WIRE_5_0, WIRE_6_0, WIRE_7_0, WIRE_8_0, WIRE_8_2  # noqa: F401
 
 ResultT = TypeVar("ResultT")
 
-# maxWireVersion of the server releases whose features operations check.
-WIRE_4_2 = 8
-WIRE_4_4 = 9
-WIRE_5_0 = 13
-WIRE_6_0 = 17
-WIRE_7_0 = 21
-WIRE_8_0 = 25
-WIRE_8_2 = 27
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ from typing import Any, Mapping, Optional
 
 from greenmongo.errors import ConnectionFailure, InvalidOperation, NotPrimaryError, OperationFailure
 from greenmongo.operations.aggregate import AggregateOperation
-from greenmongo.operations.base import WIRE_4_4, WireInfo
+from greenmongo.operations.base import WireInfo
 from greenmongo.operations.cursor_state import CursorState
+from greenmongo.wire.versions import WIRE_4_0, WIRE_4_4
 
 #: Servers from 4.0 report ``operationTime`` and accept ``startAtOperationTime``.
-WIRE_4_0 = 7
 
 #: Error label with which 4.4+ servers mark change stream errors worth resuming after.
 RESUMABLE_LABEL = "ResumableChangeStreamError"

@@ -20,9 +20,9 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.errors import ConfigurationError
-from greenmongo.net.settings import ConnectionSettings, ProxySettings, TlsSettings
 from greenmongo.options import rules
 from greenmongo.options.builders import read_concern_from, read_preference_from, write_concern_from
+from greenmongo.options.connection_settings import ConnectionSettings, ProxySettings, TlsSettings
 from greenmongo.options.credentials import MongoCredential, credentials_from_options
 from greenmongo.options.mapping import OptionsMapping
 from greenmongo.options.read_concern import ReadConcern
@@ -341,12 +341,12 @@ class ClientOptions:
 
     @property
     def tls(self) -> Any:
-        """``greenmongo.net.settings.TlsSettings`` when TLS is on, else None."""
+        """``greenmongo.options.connection_settings.TlsSettings`` when TLS is on, else None."""
         return self._tls
 
     @property
     def proxy(self) -> Any:
-        """``greenmongo.net.settings.ProxySettings`` when proxyHost is set, else None."""
+        """``greenmongo.options.connection_settings.ProxySettings`` when proxyHost is set, else None."""
         return self._proxy
 
     @property
@@ -376,7 +376,7 @@ class ClientOptions:
     # -- views for the layers below -----------------------------------------------------
 
     def connection_settings(self) -> Any:
-        """``greenmongo.net.settings.ConnectionSettings`` for opening and handshaking connections."""
+        """``greenmongo.options.connection_settings.ConnectionSettings`` for opening and handshaking connections."""
         return ConnectionSettings(
             connect_timeout=self.connect_timeout, socket_timeout=self.socket_timeout, tls=self._tls,
             proxy=self._proxy, compressors=self.compressors, zlib_compression_level=self.zlib_compression_level,

@@ -61,8 +61,15 @@ Not thread-safe: a pool belongs to one gevent hub (one OS thread).
 """
 
 from greenmongo.pool.core import Pool
-from greenmongo.pool.model import (ConnectionFactory, PoolableConnection, PoolClosedError, PooledConnection,
-                                   PoolOptions, PoolState, PoolStats)
+from greenmongo.pool.model import (
+                                   ConnectionFactory,
+                                   PoolableConnection,
+                                   PoolClosedError,
+                                   PooledConnection,
+                                   PoolOptions,
+                                   PoolState,
+                                   PoolStats,
+)
 
 __all__ = ["Pool", "PoolOptions", "PoolStats", "PooledConnection", "PoolableConnection",
            "ConnectionFactory", "PoolClosedError", "PoolState"]

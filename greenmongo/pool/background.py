@@ -20,8 +20,8 @@ import gevent
 from gevent.event import Event
 from gevent.hub import get_hub
 
+from greenmongo.logs.pool import CONNECTION_LOGGER
 from greenmongo.pool.model import PoolState
-from greenmongo.pool_logging import CONNECTION_LOGGER
 
 if TYPE_CHECKING:
     from greenmongo.pool.core import Pool

@@ -16,16 +16,23 @@ from gevent.hub import get_hub
 from gevent.timeout import Timeout
 
 from greenmongo.errors import InvalidOperation, PoolClearedError, WaitQueueTimeoutError
-from greenmongo.monitoring.pool import (ConnectionCheckOutFailedReason as _Failed,
-                                        ConnectionClosedReason as _Closed, _PoolEventPublisher)
+from greenmongo.logs.pool import ConnectionLogger
+from greenmongo.monitoring.pool import ConnectionCheckOutFailedReason as _Failed
+from greenmongo.monitoring.pool import ConnectionClosedReason as _Closed
+from greenmongo.monitoring.pool import _PoolEventPublisher
 from greenmongo.pool.background import BackgroundMaintenance
 from greenmongo.pool.events import PoolEvents
-from greenmongo.pool.model import (ConnectionFactory, PoolClosedError, PooledConnection, PoolOptions,
-                                   PoolState, PoolStats, address_text, close_quietly)
-from greenmongo.pool.waitqueue import (FAILED, GONE, HANDED_CONNECTION, HANDED_SLOT, WAITING,
-                                       WaitQueueEntry)
-from greenmongo.pool_logging import ConnectionLogger
-
+from greenmongo.pool.model import (
+    ConnectionFactory,
+    PoolClosedError,
+    PooledConnection,
+    PoolOptions,
+    PoolState,
+    PoolStats,
+    address_text,
+    close_quietly,
+)
+from greenmongo.pool.waitqueue import FAILED, GONE, HANDED_CONNECTION, HANDED_SLOT, WAITING, WaitQueueEntry
 
 SLOT_RESERVED: Any = object()  # what a checkout holds when it must establish a connection itself
 

@@ -14,7 +14,10 @@ the decisions that come out:
 
 from greenmongo.sdam.address import Address, format_address, parse_address
 from greenmongo.sdam.errors import (
-    ApplicationError, CheckFailureDecision, ErrorDecision, decide_application_error,
+    ApplicationError,
+    CheckFailureDecision,
+    ErrorDecision,
+    decide_application_error,
     decide_check_failure,
 )
 from greenmongo.sdam.rtt import RoundTripTimes
@@ -25,7 +28,10 @@ from greenmongo.sdam.settings import TopologySettings
 from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.topology_type import TOPOLOGY_TYPE, TopologyType
 from greenmongo.sdam.update import (
-    TopologyUpdate, apply_server_description, apply_srv_hosts, plan_update,
+    TopologyUpdate,
+    apply_server_description,
+    apply_srv_hosts,
+    plan_update,
 )
 
 __all__ = [

@@ -14,14 +14,18 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
 from greenmongo.errors import (
-    AutoReconnect, ConnectionFailure, NetworkTimeout, NotPrimaryError, OperationFailure,
+    AutoReconnect,
+    ConnectionFailure,
+    NetworkTimeout,
+    NotPrimaryError,
+    OperationFailure,
     WriteConcernError,
 )
 from greenmongo.sdam.address import Address
 from greenmongo.sdam.server_description import ServerDescription, compare_topology_versions
-from greenmongo.sdam.settings import WIRE_VERSION_4_2
 from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.topology_type import TopologyType
+from greenmongo.wire.versions import WIRE_4_2
 
 #: "node is recovering" codes (SDAM).
 RECOVERING_CODES = frozenset({11600, 11602, 13436, 189, 91})
@@ -216,7 +220,7 @@ def decide_application_error(description: TopologyDescription, pool_generation: 
                 topology_version = (error.reply or {}).get("topologyVersion")
                 unknown = ServerDescription(error.address, error=error.error or _describe(found)
                                             ).with_topology_version(topology_version)
-            old_server = error.max_wire_version is not None and error.max_wire_version < WIRE_VERSION_4_2
+            old_server = error.max_wire_version is not None and error.max_wire_version < WIRE_4_2
             return ErrorDecision(
                 unknown=unknown,
                 clear_pool=is_shutdown(code) or old_server,

@@ -10,8 +10,12 @@ from __future__ import annotations
 from typing import Any, List
 
 from greenmongo.monitoring.topology import (
-    ServerClosedEvent, ServerDescriptionChangedEvent, ServerOpeningEvent, TopologyClosedEvent,
-    TopologyDescriptionChangedEvent, TopologyOpenedEvent,
+    ServerClosedEvent,
+    ServerDescriptionChangedEvent,
+    ServerOpeningEvent,
+    TopologyClosedEvent,
+    TopologyDescriptionChangedEvent,
+    TopologyOpenedEvent,
 )
 from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.update import TopologyUpdate

@@ -13,7 +13,16 @@ from __future__ import annotations
 
 import random
 from typing import (
-    Any, Callable, Iterable, List, Mapping, Optional, Protocol, Sequence, Set, Union,
+    Any,
+    Callable,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Set,
+    Union,
 )
 
 from greenmongo.errors import ConfigurationError
@@ -23,12 +32,11 @@ from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.settings import IDLE_WRITE_PERIOD_MS, SMALLEST_MAX_STALENESS_SECONDS
 from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.topology_type import REPLICA_SET_TYPES, TopologyType
+from greenmongo.wire.versions import MAX_STALENESS_MIN_WIRE_VERSION
 
 PRIMARY, PRIMARY_PREFERRED, SECONDARY, SECONDARY_PREFERRED, NEAREST = range(5)
 MODE_NAMES = ("primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest")
 
-#: maxStalenessSeconds needs servers that report lastWrite (MongoDB 3.4, wire version 5).
-MAX_STALENESS_MIN_WIRE_VERSION = 5
 
 
 class ReadPreferenceLike(Protocol):

@@ -11,12 +11,7 @@ from typing import Optional, Tuple
 
 from greenmongo.sdam.address import Address
 from greenmongo.sdam.topology_type import TopologyType
-
-#: Wire protocol range this driver speaks (MongoDB 4.2 .. newer than 8.x).
-CLIENT_MIN_WIRE_VERSION = 8
-CLIENT_MAX_WIRE_VERSION = 29
-#: The MongoDB release that introduced CLIENT_MIN_WIRE_VERSION, for error messages.
-CLIENT_MIN_SERVER_VERSION = "4.2"
+from greenmongo.wire.versions import CLIENT_MAX_WIRE_VERSION, CLIENT_MIN_SERVER_VERSION, CLIENT_MIN_WIRE_VERSION  # noqa: F401
 
 #: Server Monitoring: the shortest allowed wait between checks of one server (not configurable).
 MIN_HEARTBEAT_FREQUENCY = 0.5
@@ -29,10 +24,6 @@ IDLE_WRITE_PERIOD_MS = 10_000
 #: Max Staleness: the smallest maxStalenessSeconds a replica set accepts.
 SMALLEST_MAX_STALENESS_SECONDS = 90
 
-#: Wire version of MongoDB 4.2: state-change errors from older servers clear the pool.
-WIRE_VERSION_4_2 = 8
-#: Wire version of MongoDB 6.0: electionId is compared before setVersion.
-WIRE_VERSION_6_0 = 17
 
 DRIVER_NAME = "greenmongo"
 

@@ -17,9 +17,9 @@ from greenmongo.errors import AutoReconnect
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.server_description import ServerDescription, compare_topology_versions
 from greenmongo.sdam.server_type import DATA_BEARING_TYPES, RS_MEMBER_TYPES, ServerType
-from greenmongo.sdam.settings import WIRE_VERSION_4_2, WIRE_VERSION_6_0
 from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.topology_type import TopologyType
+from greenmongo.wire.versions import WIRE_4_2, WIRE_6_0
 
 STALE_PRIMARY_MESSAGE = "primary marked stale due to electionId/setVersion mismatch"
 NEWER_PRIMARY_MESSAGE = "primary marked stale due to discovery of newer primary"
@@ -179,7 +179,7 @@ class _Transition:
     def accept_election(self, server: ServerDescription) -> bool:
         """Record the primary's (electionId, setVersion); False when it is a stale primary."""
         election_id, set_version = server.election_id, server.set_version
-        if (server.max_wire_version or 0) >= WIRE_VERSION_6_0:
+        if (server.max_wire_version or 0) >= WIRE_6_0:
             # electionId first, then setVersion; null sorts before any value.
             if (_nullable(election_id), _nullable(set_version)) >= (
                     _nullable(self.max_election_id), _nullable(self.max_set_version)):
@@ -267,7 +267,7 @@ class TopologyUpdate:
     def pools_to_clear(self) -> Tuple[Address, ...]:
         """Demoted primaries older than 4.2 closed their sockets: their pools must be cleared."""
         return tuple(a for a in self.demoted_primaries
-                     if (self.previous[a].max_wire_version or 0) < WIRE_VERSION_4_2)
+                     if (self.previous[a].max_wire_version or 0) < WIRE_4_2)
 
 
 def plan_update(description: TopologyDescription, server: ServerDescription) -> TopologyUpdate:

@@ -31,17 +31,20 @@ import gevent
 from gevent.event import Event
 
 from greenmongo.errors import AutoReconnect, ConfigurationError
+from greenmongo.hub.waiting import Interruptible, call_with_deadline, detach_from_hub, wait_for
+from greenmongo.logs.topology import TopologyLogger
 from greenmongo.monitoring.topology import (
-    ServerHeartbeatFailedEvent, ServerHeartbeatListener, ServerHeartbeatStartedEvent,
-    ServerHeartbeatSucceededEvent, publish,
+    ServerHeartbeatFailedEvent,
+    ServerHeartbeatListener,
+    ServerHeartbeatStartedEvent,
+    ServerHeartbeatSucceededEvent,
+    publish,
 )
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.errors import CheckFailureDecision, check_again_immediately, decide_check_failure
 from greenmongo.sdam.rtt import RoundTripTimes
 from greenmongo.sdam.server_description import ServerDescription
 from greenmongo.sdam.settings import MIN_HEARTBEAT_FREQUENCY
-from greenmongo.topology._hub import Interruptible, call_with_deadline, detach_from_hub, wait_for
-from greenmongo.topology.logging import TopologyLogger
 from greenmongo.topology.rtt_monitor import RttMonitor
 from greenmongo.wire.command_errors import check_command_reply
 

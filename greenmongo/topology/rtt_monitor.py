@@ -16,9 +16,9 @@ from typing import Any, Callable, Optional
 import gevent
 from gevent.event import Event
 
+from greenmongo.hub.waiting import Interruptible, call_with_deadline, detach_from_hub, wait_for
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.rtt import RoundTripTimes
-from greenmongo.topology._hub import Interruptible, call_with_deadline, detach_from_hub, wait_for
 
 
 class _Stopped(BaseException):

@@ -15,7 +15,11 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from greenmongo.errors import (
-    ConnectionFailure, OperationFailure, PoolClearedError, PoolClosedError, WaitQueueTimeoutError,
+    ConnectionFailure,
+    OperationFailure,
+    PoolClearedError,
+    PoolClosedError,
+    WaitQueueTimeoutError,
 )
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.errors import ErrorDecision, add_backpressure_labels

@@ -23,10 +23,10 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import gevent
 from gevent.event import Event
 
+from greenmongo.hub.waiting import Interruptible, wait_for
 from greenmongo.options.seedlist import normalize_hostname, srv_domain, srv_query_name
 from greenmongo.sdam.address import Address
 from greenmongo.sdam.topology_type import TopologyType
-from greenmongo.topology._hub import Interruptible, wait_for
 
 LOGGER = logging.getLogger("greenmongo.topology")
 

@@ -33,11 +33,15 @@ from gevent.event import Event
 from gevent.lock import RLock
 
 from greenmongo.errors import (
-    ConfigurationError, InvalidOperation, OperationFailure, ServerSelectionTimeoutError,
+    ConfigurationError,
+    InvalidOperation,
+    OperationFailure,
+    ServerSelectionTimeoutError,
 )
+from greenmongo.logs.topology import SERVER_SELECTION_LOGGER, SelectionLogger, TopologyLogger
 from greenmongo.monitoring.topology import publish_all
 from greenmongo.net.handshake import open_connection
-from greenmongo.net.settings import ConnectionSettings
+from greenmongo.options.connection_settings import ConnectionSettings
 from greenmongo.pool import Pool, PoolOptions
 from greenmongo.sdam import events as sdam_events
 from greenmongo.sdam.address import Address, format_address
@@ -49,7 +53,6 @@ from greenmongo.sdam.settings import TopologySettings
 from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.topology_type import TopologyType
 from greenmongo.sdam.update import TopologyUpdate, apply_srv_hosts, describe, plan_update
-from greenmongo.topology.logging import SERVER_SELECTION_LOGGER, SelectionLogger, TopologyLogger
 from greenmongo.topology.monitor import Monitor, MonitorSettings, streaming_enabled
 from greenmongo.topology.server import Server, pooled_connection_factory
 from greenmongo.topology.srv_poller import MIN_RESCAN_INTERVAL, SrvPoller

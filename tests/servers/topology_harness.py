@@ -349,7 +349,7 @@ def make_topology(seeds: Sequence[tuple], *, heartbeat: float = 0.5, connect_tim
                   mode: str = "stream", listeners: Sequence[Any] = (), selection_timeout: float = 5.0,
                   open: bool = True, **settings: Any) -> Any:
     """A Topology over loopback seeds with test-friendly timings, opened unless ``open=False``."""
-    from greenmongo.net.settings import ConnectionSettings
+    from greenmongo.options.connection_settings import ConnectionSettings
     from greenmongo.sdam.settings import TopologySettings
     from greenmongo.topology import Topology
 

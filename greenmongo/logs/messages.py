@@ -5,9 +5,9 @@ exact structured field names (absent optional fields are left out, never
 null), whose ``str()`` is the spec's unstructured sentence. The code that
 owns the event logs it with ``logger.debug(message)`` after checking
 ``logger.isEnabledFor`` -- building a message costs an Extended JSON dump
-(the executor for commands, ``greenmongo.topology.logging`` for SDAM and
+(the executor for commands, ``greenmongo.logs.topology`` for SDAM and
 server selection). Connection (CMAP) messages are built by
-``greenmongo.pool_logging`` from the shared helpers here, its sentences
+``greenmongo.logs.pool`` from the shared helpers here, its sentences
 registered with :func:`register_renderer`.
 
 Configuration follows the spec's fallback method, environment variables:
@@ -264,7 +264,7 @@ Renderer = Callable[[Mapping[str, Any]], str]
 
 
 def register_renderer(render: Renderer, *messages: str) -> None:
-    """Let ``render`` write the sentence of the named messages (how greenmongo.pool_logging adds CMAP's)."""
+    """Let ``render`` write the sentence of the named messages (how greenmongo.logs.pool adds CMAP's)."""
     for message in messages:
         _RENDERERS[message] = render
 

@@ -1,7 +1,7 @@
 """The CMAP spec's standardized log messages, on the ``greenmongo.connection`` logger.
 
 Every message is logged at DEBUG with a :class:`StructuredMessage` (the
-shared ``greenmongo.logging_format.LogMessage``) as the record's ``msg``: a
+shared ``greenmongo.logs.messages.LogMessage``) as the record's ``msg``: a
 dict holding the spec's exact field names (``message``, ``serverHost``,
 ``serverPort``, ``driverConnectionId``, ``durationMS``, ...), whose ``str()``
 is the spec's unstructured sentence, written here and registered with
@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Optional
 
-from greenmongo.logging_format import (
+from greenmongo.logs.messages import (
     CONNECTION,
     LOGGER_NAMES,
     LogMessage,

@@ -20,13 +20,14 @@ from gevent.hub import _get_hub
 
 import greenmongo.net.dns  # noqa: F401  (imported eagerly: a first mongodb+srv lookup must not import in a greenlet)
 from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.client_session import ClientSession, SessionOptions
+from greenmongo.engine.executor import Executor
+from greenmongo.engine.server_session import ServerSessionPool
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
-from greenmongo.executor import Executor
 from greenmongo.operations.client_bulk import ClientBulkWrite
 from greenmongo.operations.cursor_state import KillCursorsOperation
 from greenmongo.operations.databases import DropDatabaseOperation, ListDatabasesOperation
 from greenmongo.options.client_options import ClientOptions
-from greenmongo.session import ClientSession, ServerSessionPool, SessionOptions
 from greenmongo.topology.topology import Topology, _abandon
 
 _LIVE_CLIENTS: "weakref.WeakSet[MongoClient]" = weakref.WeakSet()

@@ -6,7 +6,7 @@ count, the pooled connection), so a ``gevent.Timeout`` or ``kill()`` landing at 
 leaves nothing behind. Errors a connection raises are reported to SDAM (``Server.handle_error``)
 while the connection is still checked out, so they are judged by its pool generation.
 
-Retries (Retryable Reads/Writes specs, rules in ``greenmongo.retry``), sessions and transactions
+Retries (Retryable Reads/Writes specs, rules in ``greenmongo.engine.retry``), sessions and transactions
 (``_session_fields`` is where lsid, txnNumber, startTransaction, autocommit and readConcern's
 afterClusterTime are decided) all wrap the same ``_attempt``.
 """
@@ -15,26 +15,11 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import gevent
 
-from greenmongo import logging_format
-from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure, has_error_label
-from greenmongo.net.settings import server_api_fields
-from greenmongo.monitoring.command import (
-    CommandFailedEvent,
-    CommandListener,
-    CommandStartedEvent,
-    CommandSucceededEvent,
-    publish,
-)
-from greenmongo.operations.base import ExecutionFields, Operation, WireInfo, reply_ok
-from greenmongo.operations.cursor_state import CursorState
-from greenmongo.options.read_preferences import ReadPreference
-from greenmongo.operations.run_command import RunCommandOperation
-from greenmongo.retry import (
+from greenmongo.engine.retry import (
     MAX_OVERLOAD_RETRIES,
     RETRY_TOKEN_RETURN_RATE,
     RETRYABLE_ERROR,
@@ -47,18 +32,26 @@ from greenmongo.retry import (
     overload_backoff,
     unsupported_retryable_writes_error,
 )
-from greenmongo.sdam.server_type import ServerType
-from greenmongo.sdam.topology_type import TopologyType
-from greenmongo.transaction import (
+from greenmongo.engine.transaction import (
     TRANSIENT_TRANSACTION_ERROR,
     UNKNOWN_COMMIT_RESULT,
     TransactionState,
     label_commit_error,
     label_statement_error,
 )
-from greenmongo.wire.header import next_request_id
+from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure, has_error_label
+from greenmongo.logs.command import COMMAND_LOGGER, CommandMonitor
+from greenmongo.monitoring.command import (
+    CommandListener,
+)
+from greenmongo.operations.base import ExecutionFields, Operation, WireInfo
+from greenmongo.operations.cursor_state import CursorState
+from greenmongo.operations.run_command import RunCommandOperation
+from greenmongo.options.connection_settings import server_api_fields
+from greenmongo.options.read_preferences import ReadPreference
+from greenmongo.sdam.server_type import ServerType
+from greenmongo.sdam.topology_type import TopologyType
 
-_COMMAND_LOGGER = logging.getLogger("greenmongo.command")
 _PRIMARY = ReadPreference.PRIMARY.mode
 
 
@@ -338,7 +331,7 @@ class Executor:
             # carries them, getMore and transaction statements included (Stable API spec).
             command.body.update(server_api_fields(server_api))
         listeners = self._command_listeners
-        logging_on = _COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
+        logging_on = COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
         holder.sent = True
         if not listeners and not logging_on:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
@@ -346,7 +339,7 @@ class Executor:
                                  codec_options=operation.codec_options, apply_server_api=False)
             self._observe(reply, session)
             return operation.parse(reply, wire)
-        monitor = _CommandMonitor(self, conn, command, listeners, logging_on)
+        monitor = CommandMonitor(self._topology.topology_id, conn, command, listeners, logging_on)
         monitor.started()
         try:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
@@ -419,76 +412,6 @@ class Executor:
             session._observe_reply(reply)
 
 
-class _CommandMonitor:
-    """Command monitoring events and log messages for one command (only built when someone listens)."""
-
-    def __init__(self, executor: Executor, conn: Any, command: Any, listeners: Sequence[Any],
-                 logging_on: bool) -> None:
-        self.conn = conn
-        self.command = command
-        self.listeners = listeners
-        self.logging_on = logging_on
-        self.request_id = next_request_id()
-        self.operation_id = self.request_id
-        self.client_id = executor.topology.topology_id
-        self.server_connection_id = _server_connection_id(conn)
-        self.started_at = time.monotonic()
-        # A hello carrying speculative authentication is as sensitive as an auth command.
-        self.speculative_hello = (command.name.lower() in ("hello", "ismaster")
-                                  and "speculativeAuthenticate" in command.body)
-
-    def _common(self) -> dict:
-        return dict(service_id=self.conn.service_id, server_connection_id=self.server_connection_id)
-
-    def started(self) -> None:
-        command = self.command
-        body = dict(command.body)
-        body["$db"] = command.dbname
-        full = command.for_monitoring(body)
-        if self.listeners:
-            publish(self.listeners, CommandStartedEvent(full, command.dbname, self.request_id, self.conn.address,
-                                                        self.operation_id, **self._common()))
-        if self.logging_on:
-            self._log(logging_format.command_started(
-                full, command.dbname, self.request_id, address=self.conn.address, operation_id=self.operation_id,
-                driver_connection_id=self.conn.id, **self._common()))
-        self.started_at = time.monotonic()
-
-    def failed(self, error: BaseException) -> None:
-        duration = time.monotonic() - self.started_at
-        command = self.command
-        if self.listeners:
-            publish(self.listeners, CommandFailedEvent.from_exception(
-                duration, error, command.name, self.request_id, self.conn.address, self.operation_id,
-                database_name=command.dbname, speculative_hello=self.speculative_hello, **self._common()))
-        if self.logging_on:
-            self._log(logging_format.command_failed(
-                error, command.name, command.dbname, self.request_id, duration, address=self.conn.address,
-                operation_id=self.operation_id, driver_connection_id=self.conn.id,
-                speculative_hello=self.speculative_hello, **self._common()))
-
-    def finished(self, reply: Any) -> None:
-        if reply is not None and not reply_ok(reply):
-            self.failed(OperationFailure(str(reply.get("errmsg", "")), reply.get("code"), reply))
-            return
-        duration = time.monotonic() - self.started_at
-        command = self.command
-        reply = reply if reply is not None else {"ok": 1}
-        if self.listeners:
-            publish(self.listeners, CommandSucceededEvent(
-                duration, reply, command.name, self.request_id, self.conn.address, self.operation_id,
-                database_name=command.dbname, speculative_hello=self.speculative_hello, **self._common()))
-        if self.logging_on:
-            self._log(logging_format.command_succeeded(
-                reply, command.name, command.dbname, self.request_id, duration, address=self.conn.address,
-                operation_id=self.operation_id, driver_connection_id=self.conn.id,
-                speculative_hello=self.speculative_hello, **self._common()))
-
-    def _log(self, message: Any) -> None:
-        message["clientId"] = self.client_id  # which client logged it, for applications with several
-        _COMMAND_LOGGER.debug(message)
-
-
 class _RetryNotPossible(Exception):
     """No server for the retry, or one without retryable writes: the first error stands."""
 
@@ -539,9 +462,3 @@ def _wire_info(description: Any) -> WireInfo:
 
 def _chooses_own_preference(operation: Operation) -> bool:
     return type(operation).selection_read_preference is not Operation.selection_read_preference
-
-
-def _server_connection_id(conn: Any) -> Optional[int]:
-    hello = getattr(conn, "hello", None) or {}
-    value = hello.get("connectionId")
-    return int(value) if value is not None else None

@@ -1,4 +1,4 @@
-"""What Database and Collection share as PyMongo handles.
+"""PyMongo's ``pymongo.common``: the base object Database and Collection share.
 
 Both are cheap handles: a parent (the client, or the database), a name and four
 option objects. They compare and hash by (parent, name), expose their options
@@ -18,7 +18,7 @@ from greenmongo.options.read_preferences import ServerMode
 from greenmongo.options.write_concern import WriteConcern
 
 
-class Handle:
+class BaseObject:
     """Base of Database and Collection; a subclass sets ``_kind`` and the four option attributes."""
 
     #: The public class name PyMongo's messages use: "Database" or "Collection".
@@ -62,7 +62,7 @@ class Handle:
     # -- dunder ----------------------------------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Handle) and other._kind == self._kind:
+        if isinstance(other, BaseObject) and other._kind == self._kind:
             return self._identity() == other._identity()
         return NotImplemented
 
@@ -81,7 +81,7 @@ class Handle:
         raise NotImplementedError(f"{self._kind} objects do not implement truth value testing or bool(). Please "
                                   f"compare with None instead: {self._kind.lower()} is not None")
 
-    def __iter__(self) -> "Handle":
+    def __iter__(self) -> "BaseObject":
         return self
 
     def __next__(self) -> NoReturn:

@@ -2,7 +2,7 @@
 
 SDAM messages go to ``greenmongo.topology``, selection messages to
 ``greenmongo.serverSelection``. The messages themselves (fields and sentences)
-are built by ``greenmongo.logging_format``; this module decides which one
+are built by ``greenmongo.logs.messages``; this module decides which one
 accompanies what a topology does, and at which level. Callers check
 ``enabled()`` first: a disabled logger costs one level lookup, and building a
 message costs an Extended JSON dump.
@@ -13,10 +13,13 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Optional
 
-from greenmongo import logging_format as messages
-from greenmongo.logging_format import LogMessage, max_document_length, truncate
+from greenmongo.logs import messages
+from greenmongo.logs.messages import LogMessage, max_document_length, truncate
 from greenmongo.monitoring.topology import (
-    ServerClosedEvent, ServerOpeningEvent, TopologyClosedEvent, TopologyDescriptionChangedEvent,
+    ServerClosedEvent,
+    ServerOpeningEvent,
+    TopologyClosedEvent,
+    TopologyDescriptionChangedEvent,
     TopologyOpenedEvent,
 )
 
