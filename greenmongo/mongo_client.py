@@ -15,8 +15,6 @@ import weakref
 from collections import deque
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-import gevent
-from gevent.hub import _get_hub
 
 import greenmongo.net.dns  # noqa: F401  (imported eagerly: a first mongodb+srv lookup must not import in a greenlet)
 from greenmongo.bson.codec_options import CodecOptions
@@ -24,6 +22,7 @@ from greenmongo.client_session import ClientSession, SessionOptions
 from greenmongo.engine.executor import Executor
 from greenmongo.engine.server_session import ServerSessionPool
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
+from greenmongo.hub.waiting import current_hub, on_hub
 from greenmongo.operations.client_bulk import ClientBulkWrite
 from greenmongo.operations.cursor_state import KillCursorsOperation
 from greenmongo.operations.databases import DropDatabaseOperation, ListDatabasesOperation
@@ -62,7 +61,7 @@ class MongoClient:
         if tz_aware is not None:
             kwargs["tz_aware"] = tz_aware
         self._options = ClientOptions(host, port, **kwargs)
-        self._hub = gevent.get_hub()
+        self._hub = current_hub()
         self._pid = os.getpid()
         self._closed = False
         self._pending_kills: deque = deque()
@@ -262,7 +261,7 @@ class MongoClient:
             return
         self._closed = True
         _LIVE_CLIENTS.discard(self)
-        if _get_hub() is self._hub:
+        if on_hub(self._hub):
             self._flush_kills()
         self._topology.close()
 
@@ -288,7 +287,7 @@ class MongoClient:
 
     def _check_usable(self, session: Any = None) -> None:
         """Every public operation starts here: wrong thread, closed client, fork, sessions."""
-        if _get_hub() is not self._hub:
+        if not on_hub(self._hub):
             raise InvalidOperation(
                 "this MongoClient belongs to the gevent hub of the thread that created it and cannot be "
                 "used from another OS thread; create one client per thread (greenlets may share one)")
@@ -364,7 +363,7 @@ os.register_at_fork(after_in_child=_forget_parents_clients)
 def _close_all_clients() -> None:
     """At interpreter exit: close what is still open, quietly (the hub may already be gone)."""
     for client in list(_LIVE_CLIENTS):
-        if client._pid != os.getpid() or _get_hub() is not client._hub:
+        if client._pid != os.getpid() or not on_hub(client._hub):
             continue
         try:
             client.close()

@@ -73,3 +73,17 @@ def test_silent_server_times_out_without_blocking_the_hub() -> None:
 def test_unsupported_url() -> None:
     with pytest.raises(ValueError):
         http_request("GET", "ftp://example.com/", {})
+
+
+def test_https_goes_through_greenmongo_tls() -> None:
+    """An https URL runs pyOpenSSL's handshake (net/tls): a plain-HTTP peer makes it fail clearly."""
+    def handle(sock, address):
+        sock.recv(4096)
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+    server = _serve(handle)
+    try:
+        with pytest.raises(ConnectionError, match="TLS handshake failed"):
+            http_request("GET", f"https://127.0.0.1:{server.server_port}/", {}, timeout=5)
+    finally:
+        server.stop(timeout=0)

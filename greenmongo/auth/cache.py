@@ -30,8 +30,8 @@ def _default_http(*args: Any, **kwargs: Any) -> Any:
 
 
 def _gevent_sleep(seconds: float) -> None:
-    import gevent
-    gevent.sleep(seconds)
+    from greenmongo.hub.waiting import sleep  # imports gevent: only when a mechanism has to wait
+    sleep(seconds)
 
 
 @dataclass

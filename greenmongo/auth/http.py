@@ -1,23 +1,29 @@
-"""A minimal HTTP(S) client on gevent sockets, for cloud credential endpoints.
+"""A minimal HTTP(S) client for cloud credential endpoints, on greenmongo's own sockets.
 
-MONGODB-AWS and MONGODB-OIDC fetch credentials from link-local metadata
-services (EC2, ECS, Azure, GCP) and STS. greenmongo does not monkey-patch, so
-``urllib`` would block the hub; this issues one request over a gevent socket and
-reads the reply with ``http.client``'s parser. Everything is released in
-``finally`` so a gevent.Timeout or kill mid-request leaks nothing.
+MONGODB-AWS and MONGODB-OIDC fetch credentials from link-local metadata services (EC2, ECS,
+Azure, GCP) and STS. ``urllib`` would block the hub in an unpatched process; this sends one
+request over ``net.connect.open_stream`` (gevent TCP, and pyOpenSSL for https with the system
+trust store and hostname verification, like every other greenmongo socket) and parses the reply
+with ``http.client``. Everything is released in ``finally`` so a gevent.Timeout or kill
+mid-request leaks nothing.
 """
 
 from __future__ import annotations
 
 import http.client
+import io
 from typing import Mapping, NamedTuple, Optional, Protocol
 from urllib.parse import urlsplit
 
-import gevent
-import gevent.socket
-import gevent.ssl
+from greenmongo.errors import AutoReconnect, NetworkTimeout
+from greenmongo.hub.waiting import call_with_deadline
+from greenmongo.net.connect import Stream, open_stream
+from greenmongo.options.connection_settings import ConnectionSettings, TlsSettings
 
 __all__ = ["HttpFetcher", "HttpResponse", "http_request"]
+
+#: Credential documents are small; a reply larger than this is not one.
+MAX_RESPONSE_BYTES = 1 << 20
 
 
 class HttpResponse(NamedTuple):
@@ -30,6 +36,16 @@ class HttpFetcher(Protocol):
 
     def __call__(self, method: str, url: str, headers: Mapping[str, str],
                  body: Optional[bytes] = None, timeout: float = 10.0) -> HttpResponse: ...
+
+
+class _ReplyBytes:
+    """The whole reply, with the one method ``http.client.HTTPResponse`` needs of a socket."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def makefile(self, mode: str) -> io.BytesIO:
+        return io.BytesIO(self._data)
 
 
 def http_request(method: str, url: str, headers: Mapping[str, str],
@@ -48,20 +64,36 @@ def http_request(method: str, url: str, headers: Mapping[str, str],
     if body is not None or method in ("POST", "PUT"):
         lines.append(f"Content-Length: {len(body or b'')}")
     request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+    settings = ConnectionSettings(connect_timeout=timeout, socket_timeout=timeout,
+                                  tls=TlsSettings() if secure else None)
+    try:
+        raw = call_with_deadline(timeout, f"HTTP {method} {url}", _exchange, (parts.hostname, port), settings,
+                                 request)
+    except NetworkTimeout:
+        raise TimeoutError(f"HTTP {method} {url} timed out after {timeout}s") from None
+    except AutoReconnect as exc:
+        raise ConnectionError(f"HTTP {method} {url}: {exc}") from None
+    response = http.client.HTTPResponse(_ReplyBytes(raw), method=method)  # type: ignore[arg-type]
+    response.begin()
+    return HttpResponse(response.status, response.read())
 
-    sock = None
-    response = None
-    with gevent.Timeout(timeout, TimeoutError(f"HTTP {method} {url} timed out after {timeout}s")):
-        try:
-            sock = gevent.socket.create_connection((parts.hostname, port), timeout=timeout)
-            if secure:
-                sock = gevent.ssl.create_default_context().wrap_socket(sock, server_hostname=parts.hostname)
-            sock.sendall(request)
-            response = http.client.HTTPResponse(sock, method=method)
-            response.begin()
-            return HttpResponse(response.status, response.read())
-        finally:
-            if response is not None:
-                response.close()
-            if sock is not None:
-                sock.close()
+
+def _exchange(address: tuple[str, int], settings: ConnectionSettings, request: bytes) -> bytes:
+    """Send ``request`` and read until the server closes (``Connection: close``)."""
+    stream: Optional[Stream] = None
+    try:
+        stream = open_stream(address, settings)
+        stream.sendall(request)
+        chunks = []
+        size = 0
+        while True:
+            chunk = stream.recv(65536)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise ConnectionError(f"HTTP reply from {address[0]} is larger than {MAX_RESPONSE_BYTES} bytes")
+            chunks.append(chunk)
+    finally:
+        if stream is not None:
+            stream.close()

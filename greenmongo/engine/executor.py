@@ -17,8 +17,6 @@ import logging
 import random
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-import gevent
-
 from greenmongo.engine.retry import (
     MAX_OVERLOAD_RETRIES,
     RETRY_TOKEN_RETURN_RATE,
@@ -40,6 +38,7 @@ from greenmongo.engine.transaction import (
     label_statement_error,
 )
 from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure, has_error_label
+from greenmongo.hub.waiting import sleep
 from greenmongo.logs.command import COMMAND_LOGGER, CommandMonitor
 from greenmongo.monitoring.command import (
     CommandListener,
@@ -205,7 +204,7 @@ class Executor:
                     raise
                 attempt += 1
                 if overload:
-                    gevent.sleep(overload_backoff(attempt, random.random()))
+                    sleep(overload_backoff(attempt, random.random()))
                 holder.retrying = True
                 if operation.ends_transaction:
                     holder.explicit._transaction.pinned_address = None  # the retry selects a server afresh

@@ -1,4 +1,7 @@
-"""Waiting and interrupting for background greenlets without pinning the hub.
+"""Every wait greenmongo does outside socket I/O, pools and topology greenlets, in one place.
+
+Backoff sleeps, the hub-ownership check clients use to refuse other OS threads, deadline-bounded
+calls, and waits and interruptions for background greenlets that never pin the hub.
 
 A monitor waits almost all of its life: for the next heartbeat, for an
 awaitable hello, for a request to check. If those waits used gevent's usual
@@ -20,12 +23,27 @@ from typing import Any, Callable, Optional, TypeVar
 
 import gevent
 from gevent.event import Event
-from gevent.hub import get_hub
+from gevent.hub import _get_hub, get_hub
 from gevent.timeout import Timeout
 
 from greenmongo.errors import NetworkTimeout
 
 T = TypeVar("T")
+
+
+def sleep(seconds: float) -> None:
+    """A cooperative sleep (retry backoff): other greenlets run meanwhile."""
+    gevent.sleep(seconds)
+
+
+def current_hub() -> Any:
+    """The calling OS thread's hub (created if it has none): what a new client binds to."""
+    return get_hub()
+
+
+def on_hub(hub: Any) -> bool:
+    """True when the caller runs on ``hub``'s OS thread; never creates a hub for a foreign thread."""
+    return _get_hub() is hub
 
 
 def wait_for(event: Event, timeout: Optional[float]) -> bool:
