@@ -120,6 +120,15 @@ class GridIn:
     name = filename
 
     @property
+    def content_type(self) -> Optional[str]:
+        """The legacy top-level ``contentType`` field (the spec deprecates it: prefer ``metadata``)."""
+        return self._fields.get("contentType")
+
+    @content_type.setter
+    def content_type(self, value: Optional[str]) -> None:
+        self.set("contentType", value)
+
+    @property
     def chunk_size(self) -> int:
         """Bytes per chunk of this file (read-only)."""
         return self._fields["chunkSize"]
@@ -135,6 +144,12 @@ class GridIn:
         """When the upload completed (UTC); only known once closed."""
         self._require_closed("upload_date")
         return self._fields.get("uploadDate")
+
+    @property
+    def md5(self) -> Optional[str]:
+        """Always None once closed: greenmongo never computes MD5 (the spec deprecates it)."""
+        self._require_closed("md5")
+        return self._fields.get("md5")
 
     @property
     def closed(self) -> bool:
@@ -306,7 +321,7 @@ class GridIn:
     def __enter__(self) -> "GridIn":
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
         """Close on success; on an error just stop (no I/O while an error or kill is in flight)."""
         if exc_type is None:
             self.close()

@@ -297,7 +297,7 @@ class GridOut(io.IOBase):
     def writable(self) -> bool:
         return False
 
-    def write(self, data: Any) -> NoReturn:
+    def write(self, value: Any) -> NoReturn:
         raise io.UnsupportedOperation("write")
 
     def writelines(self, lines: Any) -> NoReturn:
@@ -335,7 +335,7 @@ class GridOut(io.IOBase):
     def __enter__(self) -> "GridOut":
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
         if exc_type is not None and not issubclass(exc_type, Exception):
             self._close_without_io()  # a kill or timeout: do not block again
         else:
