@@ -20,7 +20,7 @@ import pytest
 
 import greenmongo.gridfs as gm_gridfs
 from greenmongo import WriteConcern
-from greenmongo.bson import ObjectId
+from greenmongo.bson import Int64, ObjectId
 from greenmongo.errors import ConfigurationError, CorruptGridFile, FileExists, InvalidOperation, NoFile
 from greenmongo.gridfs import GridFS, GridIn, GridOut, GridOutCursor, grid_file
 from tests.api_support import scratch_database
@@ -182,6 +182,7 @@ def test_put_stores_bytes_str_and_streams_with_top_level_fields(fs, db) -> None:
             grid_out.metadata, grid_out.aliases, grid_out.foo) == ("a.txt", "a.txt", "text/plain", 11, 4,
                                                                    {"owner": "ann"}, ["b.txt"], 1)
     assert grid_out.md5 is None and grid_out.upload_date == stored["uploadDate"]
+    assert type(grid_out.length) is Int64  # the stored value: copied elsewhere it stays an int64
     assert grid_out.read() == b"hello world"
 
     text_id = fs.put("héllo", encoding="utf-8", _id="text")
@@ -212,7 +213,7 @@ def test_new_file_attributes_before_and_after_close(fs, db) -> None:
                                                                          "application/x-test")
     with grid_in:
         grid_in.write(b"data")
-    assert grid_in.closed and grid_in.length == 4 and grid_in.md5 is None
+    assert grid_in.closed and grid_in.length == 4 and type(grid_in.length) is Int64 and grid_in.md5 is None
     stored = db["fs.files"].find_one({"_id": 5})
     assert (stored["foo"], stored["contentType"], stored["filename"]) == (1, "application/x-test", "renamed")
     grid_in.bar = 2  # after close: the stored document is updated at once
@@ -226,7 +227,7 @@ def test_new_file_attributes_before_and_after_close(fs, db) -> None:
 
 
 @server
-def test_get_reads_like_a_file_and_raises_no_file(fs) -> None:
+def test_get_reads_like_a_file_and_raises_no_file(fs, db) -> None:
     file_id = fs.put(b"line one\nline two\nlast", chunk_size=5)
     with fs.get(file_id) as grid_out:
         assert grid_out.readchunk() == b"line "
@@ -239,6 +240,11 @@ def test_get_reads_like_a_file_and_raises_no_file(fs) -> None:
         fs.get(ObjectId())
     with pytest.raises(NoFile):
         fs.get({"_id": file_id})  # an id, not a query
+    db["fs.files"].insert_one({"_id": "legacy", "length": 3.0, "chunkSize": 2.0, "uploadDate": _date(0)})
+    db["fs.chunks"].insert_many([{"files_id": "legacy", "n": 0, "data": b"ab"},
+                                 {"files_id": "legacy", "n": 1, "data": b"c"}])
+    legacy = fs.get("legacy")
+    assert type(legacy.length) is int and legacy.length == 3 and legacy.read() == b"abc"
 
 
 @server

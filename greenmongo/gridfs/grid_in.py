@@ -135,9 +135,9 @@ class GridIn:
 
     @property
     def length(self) -> int:
-        """The file's length in bytes; only known once closed."""
+        """The file's length in bytes (the Int64 stored); only known once closed."""
         self._require_closed("length")
-        return int(self._fields.get("length", 0))
+        return self._fields["length"]
 
     @property
     def upload_date(self) -> datetime.datetime:

@@ -179,8 +179,14 @@ class GridOut(io.IOBase):
 
     @property
     def length(self) -> int:
-        """The file's length in bytes."""
-        return self._ensure_layout().length
+        """The file's length in bytes: the stored value (an Int64 as the spec recommends), so that
+        copying it into another document keeps its BSON type; a whole number of another numeric
+        type (legacy files) as an int."""
+        layout = self._ensure_layout()
+        stored = self._file.get("length", 0) if self._file is not None else 0
+        if isinstance(stored, int) and not isinstance(stored, bool):
+            return stored
+        return layout.length
 
     @property
     def chunk_size(self) -> int:
