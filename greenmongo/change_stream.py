@@ -27,7 +27,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Generic, Iterator, Mapping, Optional, TypeVar
 
-from greenmongo.command_cursor import CommandCursor, client_of
+from greenmongo.client_session import session_state
+from greenmongo.command_cursor import CommandCursor, core_of
+from greenmongo.engine.session_state import SessionState
 from greenmongo.errors import GreenMongoError
 from greenmongo.operations.arguments import (
     collation_document,
@@ -97,7 +99,7 @@ class ChangeStream(Generic[DocumentT]):
         validate_optional_non_negative_integer("batch_size", batch_size)
         validate_optional_non_negative_integer("max_await_time_ms", max_await_time_ms)
         self._target = target
-        self._client = client_of(target)
+        self._core = core_of(target)
         self._pipeline = copy.deepcopy(pipeline)
         self._collation = collation_document(collation)
         self._batch_size = batch_size
@@ -107,8 +109,8 @@ class ChangeStream(Generic[DocumentT]):
             stage_options(full_document, full_document_before_change, show_expanded_events,
                           self._all_changes_for_cluster),
             resume_after=resume_after, start_after=start_after, start_at_operation_time=start_at_operation_time)
-        self._session = session
-        self._implicit_session: Any = None
+        self._session = session_state(session, self._core)
+        self._implicit_session: Optional[SessionState] = None
         self._cursor: Optional[_StreamCursor] = None
         self._closed = False
         self._cursor = self._open()
@@ -136,8 +138,6 @@ class ChangeStream(Generic[DocumentT]):
     def _open(self) -> _StreamCursor:
         """Run the aggregate: the first one, or a resume on a newly selected server."""
         session = self._session if self._session is not None else self._implicit_session
-        client = self._client
-        client._check_usable(session)
         dbname, collection = self._namespace()
         target = self._target
         operation = ChangeStreamAggregateOperation(
@@ -145,8 +145,8 @@ class ChangeStream(Generic[DocumentT]):
             collation=self._collation, max_await_time_ms=self._max_await_time_ms, comment=self._comment,
             read_concern=target.read_concern, read_preference=target.read_preference,
             codec_options=target.codec_options)
-        state = client._executor.execute(operation, session=session)
-        if session is None and state.session is not None and state.session._implicit:
+        state = self._core.execute(operation, session=session)
+        if session is None and state.session is not None and state.session.implicit:
             self._implicit_session = state.session  # the executor's implicit session: ours from now on
         return _StreamCursor(target, state)
 
@@ -234,7 +234,7 @@ class ChangeStream(Generic[DocumentT]):
     def _end_implicit_session(self) -> None:
         session, self._implicit_session = self._implicit_session, None
         if session is not None:
-            session.end_session()  # no I/O: the server session goes back to the client's pool
+            session.end()  # no I/O: the server session goes back to the client's pool
 
     def __enter__(self) -> "ChangeStream[DocumentT]":
         return self

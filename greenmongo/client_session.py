@@ -13,20 +13,22 @@ executor and ``with_transaction`` retries the whole callback on transient errors
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Optional
+from contextvars import ContextVar, Token
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from greenmongo.bson.timestamp import Timestamp
-from greenmongo.engine.server_session import ServerSession
+from greenmongo.engine.session_state import SessionState
 from greenmongo.engine.transaction import (
     TRANSIENT_TRANSACTION_ERROR,
     UNKNOWN_COMMIT_RESULT,
-    Transaction,
     TransactionOptions,
-    TransactionState,
     is_max_time_expired,
 )
 from greenmongo.errors import ConfigurationError, GreenMongoError, InvalidOperation, has_error_label
 from greenmongo.operations.transaction import AbortTransactionOperation, CommitTransactionOperation
+
+if TYPE_CHECKING:
+    from greenmongo.engine.core import ClientCore
 
 
 class SessionOptions:
@@ -56,20 +58,38 @@ class SessionOptions:
 
 _WITH_TRANSACTION_TIMEOUT = 120.0
 
+#: The session ``ClientSession.bind()`` made current: operations without ``session=`` use it.
+#: Greenlet-local: every greenlet has its own context, and a spawned greenlet starts without one.
+_BOUND: ContextVar[Optional["ClientSession"]] = ContextVar("greenmongo_bound_session", default=None)
+
+
+def session_state(session: Optional["ClientSession"], core: "ClientCore") -> Optional[SessionState]:
+    """The engine state of the session an operation runs with: ``session``, else the bound one.
+
+    Every API method funnels its ``session`` argument through here, so a wrong type or another
+    client's session is refused in one place.
+    """
+    if session is None:
+        session = _BOUND.get()
+        if session is None:
+            return None
+        if session._core is not core:
+            raise InvalidOperation("Only the client that created the bound session can perform operations "
+                                   "within its context block")
+    elif not isinstance(session, ClientSession):
+        raise TypeError(f"session must be a ClientSession, not {type(session).__name__}")
+    return session._state
+
 
 class ClientSession:
-    """A logical session: PyMongo's ClientSession API."""
+    """A logical session: PyMongo's ClientSession API (``client.start_session()`` makes one)."""
 
-    def __init__(self, client: Any, options: Optional[SessionOptions] = None, *, implicit: bool = False) -> None:
+    def __init__(self, client: Any, core: "ClientCore", options: Optional[SessionOptions] = None) -> None:
         self._client = client
+        self._core = core
         self._options = options or SessionOptions()
-        self._implicit = implicit
-        self._server_session: Optional[ServerSession] = None
-        self._cluster_time: Optional[Mapping[str, Any]] = None
-        self._operation_time: Optional[Timestamp] = None
-        self._ended = False
-        self._transaction = Transaction()
-        self._snapshot_time: Optional[Timestamp] = None
+        self._state = core.new_session(causal_consistency=self._options.causal_consistency,
+                                       snapshot=self._options.snapshot)
 
     # -- PyMongo's API --------------------------------------------------------------------
 
@@ -83,78 +103,79 @@ class ClientSession:
 
     @property
     def session_id(self) -> Mapping[str, Any]:
-        self._check_not_ended()
-        return self._use_server_session().session_id
+        self._state.check_not_ended()
+        return self._state.use_server_session().session_id
 
     @property
     def cluster_time(self) -> Optional[Mapping[str, Any]]:
-        return self._cluster_time
+        return self._state.cluster_time
 
     @property
     def operation_time(self) -> Optional[Timestamp]:
-        return self._operation_time
+        return self._state.operation_time
 
     @property
     def has_ended(self) -> bool:
-        return self._ended
+        return self._state.ended
 
     @property
     def in_transaction(self) -> bool:
-        return self._transaction.active
+        return self._state.in_transaction
 
     @property
     def _pinned_address(self) -> Any:
-        return self._transaction.pinned_address
+        """The mongos a sharded transaction is pinned to (PyMongo's name; the unified runner reads it)."""
+        return self._state.transaction.pinned_address
+
+    @property
+    def _server_session(self) -> Any:
+        """PyMongo's name for the server session in use (None before the first command)."""
+        return self._state.server_session
 
     def advance_cluster_time(self, cluster_time: Mapping[str, Any]) -> None:
-        if not isinstance(cluster_time, Mapping) or not isinstance(cluster_time.get("clusterTime"), Timestamp):
-            raise ValueError("cluster_time must be a document with a Timestamp clusterTime")
-        if self._cluster_time is None or cluster_time["clusterTime"] > self._cluster_time["clusterTime"]:
-            self._cluster_time = cluster_time
+        self._state.advance_cluster_time(cluster_time)
 
     def advance_operation_time(self, operation_time: Timestamp) -> None:
-        if not isinstance(operation_time, Timestamp):
-            raise TypeError("operation_time must be a Timestamp")
-        if self._operation_time is None or operation_time > self._operation_time:
-            self._operation_time = operation_time
+        self._state.advance_operation_time(operation_time)
+
+    def bind(self, end_session: bool = True) -> "_BoundSessionContext":
+        """Make this session the one operations of this greenlet use when given no ``session``.
+
+        ``with client.start_session() as s, s.bind(): collection.insert_one(...)`` runs in ``s``.
+        The binding is greenlet-local (a greenlet spawned inside the block does not inherit it).
+        With ``end_session`` (the default) the session ends when the block does.
+        """
+        return _BoundSessionContext(self, end_session)
 
     def end_session(self) -> None:
         """Return the server session to the client's pool; the session cannot be used afterwards.
 
         A transaction still in progress is aborted first.
         """
-        if self._ended:
+        if self._state.ended:
             return
         try:
             if self.in_transaction:
                 self.abort_transaction()
         finally:
-            self._end()
-
-    def _end(self) -> None:
-        self._ended = True
-        server_session, self._server_session = self._server_session, None
-        if server_session is not None:
-            self._client._return_server_session(server_session)
+            self._state.end()
 
     def start_transaction(self, read_concern: Any = None, write_concern: Any = None, read_preference: Any = None,
                           max_commit_time_ms: Optional[int] = None) -> "_TransactionContext":
         """Start a transaction; the returned context manager commits on success and aborts on error."""
-        self._check_not_ended()
+        self._state.check_not_ended()
         if self._options.snapshot:
             raise InvalidOperation("Transactions are not supported in snapshot sessions")
-        if self._implicit:
-            raise InvalidOperation("Implicit sessions cannot run transactions")
         options = TransactionOptions(read_concern, write_concern, read_preference, max_commit_time_ms).merged_over(
             self._options.default_transaction_options, client=self._client)
-        self._transaction.start(options)
-        self._use_server_session().txn_number += 1
+        self._state.transaction.start(options)
+        self._state.next_txn_number()
         return _TransactionContext(self)
 
     def commit_transaction(self) -> None:
         """Commit; after an error labelled UnknownTransactionCommitResult it is safe to call again."""
-        self._check_not_ended()
-        transaction = self._transaction
+        self._state.check_not_ended()
+        transaction = self._state.transaction
         if not transaction.begin_commit():
             return
         options = transaction.options
@@ -162,23 +183,22 @@ class ClientSession:
             transaction.commit_write_concern(retrying=False), transaction.recovery_token,
             options.max_commit_time_ms if options is not None else None,
             majority_on_retry=transaction.commit_write_concern(retrying=True))
-        self._client._end_transaction(operation, self)
+        self._core.execute(operation, session=self._state)
 
     def abort_transaction(self) -> None:
         """Abort; the server's errors are ignored (the transaction times out there anyway)."""
-        self._check_not_ended()
-        transaction = self._transaction
+        self._state.check_not_ended()
+        transaction = self._state.transaction
         if not transaction.begin_abort():
-            transaction.pinned_address = None
             return
         operation = AbortTransactionOperation(transaction.commit_write_concern(retrying=False),
                                               transaction.recovery_token)
         try:
-            self._client._end_transaction(operation, self)
+            self._core.execute(operation, session=self._state)
         except GreenMongoError:
             pass  # the spec: abortTransaction errors are not reported
         finally:
-            transaction.pinned_address = None
+            transaction.unpin()
 
     def with_transaction(self, callback: Callable[["ClientSession"], Any], read_concern: Any = None,
                          write_concern: Any = None, read_preference: Any = None,
@@ -216,61 +236,31 @@ class ClientSession:
     def __enter__(self) -> "ClientSession":
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
         self.end_session()
 
-    # -- used by the executor ------------------------------------------------------------------
 
-    def _check_not_ended(self) -> None:
-        if self._ended:
-            raise InvalidOperation("Cannot use ended session")
+class _BoundSessionContext:
+    """``with session.bind():`` (a class, not a generator: a gevent.Timeout landing in a generator-based
+    context manager breaks ``ContextVar.reset``, gevent#1930)."""
 
-    def _use_server_session(self) -> ServerSession:
-        if self._server_session is None:
-            self._server_session = self._client._take_server_session()
-        return self._server_session
+    def __init__(self, session: ClientSession, end_session: bool) -> None:
+        self._session = session
+        self._end_session = end_session
+        self._token: Optional[Token[Optional[ClientSession]]] = None
 
-    def _lsid_for_command(self) -> Mapping[str, Any]:
-        server_session = self._use_server_session()
-        server_session.last_use = time.monotonic()
-        return server_session.session_id
+    def __enter__(self) -> ClientSession:
+        self._token = _BOUND.set(self._session)
+        return self._session
 
-    def _mark_dirty(self) -> None:
-        if self._server_session is not None:
-            self._server_session.dirty = True
-
-    def _observe_reply(self, reply: Mapping[str, Any]) -> None:
-        cluster_time = reply.get("$clusterTime")
-        if cluster_time is not None:
-            self.advance_cluster_time(cluster_time)
-        operation_time = reply.get("operationTime")
-        if isinstance(operation_time, Timestamp):
-            self.advance_operation_time(operation_time)
-        token = reply.get("recoveryToken")
-        if token is not None and self._transaction.state is not TransactionState.NONE:
-            self._transaction.recovery_token = token
-        if self._options.snapshot and self._snapshot_time is None:
-            cursor = reply.get("cursor")
-            at = (cursor.get("atClusterTime") if isinstance(cursor, Mapping) else None) or reply.get("atClusterTime")
-            if isinstance(at, Timestamp):
-                self._snapshot_time = at
-
-    def _next_txn_number(self) -> int:
-        """A new transaction number for a retryable write (kept across its retry)."""
-        server_session = self._use_server_session()
-        server_session.txn_number += 1
-        return server_session.txn_number
-
-    def _txn_number(self) -> int:
-        return self._use_server_session().txn_number
-
-    def _read_concern_extra(self) -> Optional[dict[str, Any]]:
-        """afterClusterTime (causal consistency) or atClusterTime (snapshot) for a command's readConcern."""
-        if self._options.snapshot:
-            return {"atClusterTime": self._snapshot_time} if self._snapshot_time is not None else None
-        if self._options.causal_consistency and self._operation_time is not None:
-            return {"afterClusterTime": self._operation_time}
-        return None
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
+        token, self._token = self._token, None
+        try:
+            if token is not None:
+                _BOUND.reset(token)
+        finally:
+            if self._end_session:
+                self._session.end_session()
 
 
 class _TransactionContext:

@@ -13,6 +13,7 @@ from collections import abc
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
 
 from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.client_session import session_state
 from greenmongo.command_cursor import CommandCursor, RawBatchCommandCursor, raw_codec_options
 from greenmongo.common import BaseObject
 from greenmongo.cursor import Cursor, RawBatchCursor
@@ -109,6 +110,7 @@ class Collection(BaseObject):
         check_options(codec_options, read_preference, write_concern, read_concern)
         self._database = database
         self._client = database.client
+        self._core = database._core
         self._name = validate_collection_name(name)
         self._full_name = f"{database.name}.{name}"
         self._codec_options: CodecOptions = codec_options or database.codec_options
@@ -158,19 +160,15 @@ class Collection(BaseObject):
                           self._read_preference, self._write_concern, self._read_concern)
 
     def _run(self, operation: Any, session: Any = None) -> Any:
-        client = self._client
-        client._check_usable(session)
-        return client._executor.execute(operation, session=session)
+        return self._core.execute(operation, session=session_state(session, self._core))
 
     def _run_bulk(self, bulk: BulkWrite, session: Any) -> None:
-        client = self._client
-        client._check_usable(session)
-        executor = client._executor
-        executor.execute_batches(bulk, lambda batch: executor.execute(batch, session=session))
+        self._core.execute_batches(bulk, session_state(session, self._core))
 
     def _write_concern_for(self, session: Any) -> WriteConcern:
         """Inside a transaction statements are acknowledged; the transaction's concern is the commit's."""
-        if getattr(session, "in_transaction", False):  # (a wrong session type is refused later, by the client)
+        state = session_state(session, self._core)
+        if state is not None and state.in_transaction:
             return DEFAULT_WRITE_CONCERN
         return self._write_concern
 
@@ -302,12 +300,10 @@ class Collection(BaseObject):
     def _find_one_direct(self, filter: Any, options: dict[str, Any]) -> Any:
         """find_one without a Cursor: one find with limit -1 (a single batch, which closes the cursor)."""
         session = options.pop("session", None)
-        client = self._database.client
-        client._check_usable(session)
         operation = FindOperation(self._database.name, self._name, filter, limit=-1,
                                   read_concern=self._read_concern, read_preference=self._read_preference,
                                   codec_options=self._codec_options, **options)
-        state = client._executor.execute(operation, session=session)
+        state = self._core.execute(operation, session=session_state(session, self._core))
         batch = state.first_batch
         if state.alive:  # not expected with limit -1; the cursor's close kills it and ends its session
             CommandCursor(self, state).close()
@@ -398,14 +394,14 @@ class Collection(BaseObject):
         write, and run on the primary unless every server is 5.0+."""
         operation = self._aggregate_operation(self._database.name, self._name, pipeline, let, comment, kwargs,
                                               self._codec_options)
-        return CommandCursor(self, self._run(operation, session))
+        return CommandCursor(self, self._run(operation, session), session=session)
 
     def aggregate_raw_batches(self, pipeline: list, session: Any = None, comment: Any = None,
                               **kwargs: Any) -> RawBatchCommandCursor:
         """Like ``aggregate`` but each iteration yields one batch as concatenated BSON bytes."""
         operation = self._aggregate_operation(self._database.name, self._name, pipeline, kwargs.pop("let", None),
                                               comment, kwargs, raw_codec_options(self._codec_options))
-        return RawBatchCommandCursor(self, self._run(operation, session))
+        return RawBatchCommandCursor(self, self._run(operation, session), session=session)
 
     def watch(self, pipeline: Optional[list] = None, full_document: Optional[str] = None,
               resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,
@@ -466,7 +462,7 @@ class Collection(BaseObject):
         """A cursor over the index specifications (empty for a missing collection)."""
         operation = ListIndexesOperation(self._database.name, self._name, comment=comment,
                                          codec_options=self._codec_options.with_options(document_class=dict))
-        return CommandCursor(self, self._run(operation, session))
+        return CommandCursor(self, self._run(operation, session), session=session)
 
     def index_information(self, session: Any = None, comment: Any = None) -> dict[str, dict[str, Any]]:
         """Index name -> specification, with ``key`` as a list of (key, direction) pairs."""
@@ -483,7 +479,7 @@ class Collection(BaseObject):
             self._database.name, self._name, name, comment=comment, hint=kwargs.pop("hint", None),
             max_time_ms=kwargs.pop("maxTimeMS", None), read_preference=self._read_preference,
             codec_options=self._codec_options, extra=kwargs)
-        return CommandCursor(self, self._run(operation, session))
+        return CommandCursor(self, self._run(operation, session), session=session)
 
     def create_search_index(self, model: Union[Mapping[str, Any], SearchIndexModel], session: Any = None,
                             comment: Any = None, **kwargs: Any) -> str:

@@ -19,7 +19,7 @@ unless the server has already dropped the cursor.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Generic, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Iterator, Optional, TypeVar
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.raw import RawBSONDocument
@@ -27,17 +27,19 @@ from greenmongo.errors import ConnectionFailure, InvalidOperation
 from greenmongo.operations.arguments import validate_integer
 from greenmongo.operations.cursor_state import CursorState, KillCursorsOperation
 
+if TYPE_CHECKING:
+    from greenmongo.client_session import ClientSession
+    from greenmongo.engine.core import ClientCore
+
 DocumentT = TypeVar("DocumentT")
 
 #: Codec options that keep documents as BSON bytes (raw batch cursors).
 RAW_BATCH_CODEC_OPTIONS = DEFAULT_CODEC_OPTIONS.with_options(document_class=RawBSONDocument)
 
 
-def client_of(owner: Any) -> Any:
-    """The MongoClient behind a Collection, Database or MongoClient."""
-    # Database and Collection keep their client in ``_client``; MongoClient raises AttributeError
-    # for underscore names, so the client itself falls through to the default.
-    return getattr(owner, "_client", owner)
+def core_of(owner: Any) -> "ClientCore":
+    """The ClientCore behind a Collection, Database or MongoClient (each keeps it as ``_core``)."""
+    return owner._core
 
 
 def raw_codec_options(codec_options: Optional[CodecOptions]) -> CodecOptions:
@@ -57,11 +59,11 @@ class _CursorBase(Generic[DocumentT]):
 
     #: Whether one empty getMore ends ``next()`` (tailable find cursors) instead of fetching again.
     _stop_on_empty_batch = False
-    #: The session the user passed (find cursors); None means the executor's implicit one.
-    _explicit_session: Any = None
+    #: The session the user passed; None means the executor's implicit one (kept in the CursorState).
+    _explicit_session: Optional["ClientSession"] = None
 
-    def __init__(self, client: Any) -> None:
-        self._client = client
+    def __init__(self, core: "ClientCore") -> None:
+        self._core = core
         self._state: Optional[CursorState] = None
         self._buffer: deque = deque()
         self._closed = False
@@ -94,12 +96,9 @@ class _CursorBase(Generic[DocumentT]):
         return 0 if self._state is None else self._state.retrieved
 
     @property
-    def session(self) -> Any:
+    def session(self) -> Optional["ClientSession"]:
         """The explicit session this cursor was opened with, else None (an implicit one is not shown)."""
-        session = self._explicit_session
-        if session is None and self._state is not None and self._state.session is not None:
-            session = None if self._state.session._implicit else self._state.session
-        return session
+        return self._explicit_session
 
     # -- fetching ---------------------------------------------------------------------------
 
@@ -133,17 +132,14 @@ class _CursorBase(Generic[DocumentT]):
         session = state.session if state is not None else None
         if session is not None:
             state.session = None
-            if session._implicit:
-                session.end_session()
+            if session.implicit:
+                session.end()
 
     def _get_more(self) -> None:
         state = self._state
         assert state is not None
-        client = self._client
-        client._check_usable()
-        operation = state.get_more_operation()
         try:
-            batch = client._executor.execute(operation, address=state.address, session=state.session)
+            batch = self._core.get_more(state)
         except ConnectionFailure:
             # The server may be unreachable: waiting here to kill would block for server selection.
             self._kill_later()
@@ -151,7 +147,7 @@ class _CursorBase(Generic[DocumentT]):
         except Exception as exc:
             kill = state.handle_error(exc)
             if kill is not None:
-                self._send_kill(kill, state.address)
+                self._send_kill(kill, state)
             raise
         except BaseException:
             # Interrupted (Timeout, GreenletExit): do not block again; the client kills it later.
@@ -165,26 +161,11 @@ class _CursorBase(Generic[DocumentT]):
         if state is not None and not state.alive and state.needs_kill:
             kill = state.close()
             if kill is not None:
-                self._send_kill(kill, state.address)
+                self._send_kill(kill, state)
 
-    def _send_kill(self, kill: KillCursorsOperation, address: Any) -> None:
+    def _send_kill(self, kill: KillCursorsOperation, state: CursorState) -> None:
         """killCursors now, in the calling greenlet; its errors are not the caller's concern."""
-        state = self._state
-        try:
-            self._client._executor.execute(kill, address=address,
-                                           session=state.session if state is not None else None)
-        except Exception:
-            pass  # the server reaps an abandoned cursor on its own
-        except BaseException:
-            self._queue_kill(address, kill)
-            raise
-
-    def _queue_kill(self, address: Any, kill: KillCursorsOperation) -> None:
-        later = getattr(self._client, "_kill_cursor_later", None)
-        if later is None:
-            return
-        for cursor_id in kill.cursor_ids:
-            later(address, f"{kill.dbname}.{kill.collection}", cursor_id)
+        self._core.kill_cursor(kill, state)
 
     def _kill_later(self) -> None:
         """Hand the server cursor to the client to kill with its next operation (no I/O here)."""
@@ -193,7 +174,7 @@ class _CursorBase(Generic[DocumentT]):
             return
         kill = state.close()
         if kill is not None:
-            self._queue_kill(state.address, kill)
+            self._core.queue_kill(state.address, kill)
         self._release_session()
 
     # -- iteration ----------------------------------------------------------------------------
@@ -257,7 +238,7 @@ class _CursorBase(Generic[DocumentT]):
         if state is not None and state.needs_kill:
             kill = state.close()
             if kill is not None:
-                self._send_kill(kill, state.address)
+                self._send_kill(kill, state)
         self._release_session()
 
     def __enter__(self) -> "_CursorBase[DocumentT]":
@@ -283,10 +264,9 @@ class CommandCursor(_CursorBase[DocumentT]):
     """
 
     def __init__(self, owner: Any, state: CursorState, *, codec_options: Optional[CodecOptions] = None,
-                 session: Any = None) -> None:
-        super().__init__(client_of(owner))
-        if session is not None:
-            self._client._check_usable(session)
+                 session: Optional["ClientSession"] = None) -> None:
+        super().__init__(core_of(owner))
+        self._explicit_session = session
         self._owner = owner
         self._state = state
         self._accept(state.first_batch)
@@ -325,4 +305,4 @@ class RawBatchCommandCursor(CommandCursor[bytes]):
         raise InvalidOperation("Cannot call __getitem__ on RawBatchCommandCursor")
 
 
-__all__ = ["CommandCursor", "RawBatchCommandCursor", "RAW_BATCH_CODEC_OPTIONS", "client_of", "raw_codec_options"]
+__all__ = ["CommandCursor", "RawBatchCommandCursor", "RAW_BATCH_CODEC_OPTIONS", "core_of", "raw_codec_options"]

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from greenmongo.bson.code import Code
 from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.client_session import session_state
 from greenmongo.command_cursor import (
     CommandCursor,
     RawBatchCommandCursor,
     _CursorBase,
-    client_of,
+    core_of,
     join_raw_batch,
     raw_codec_options,
 )
@@ -86,10 +87,11 @@ class Cursor(_CursorBase[Any]):
         allow_disk_use: Optional[bool] = None,
         let: Optional[Mapping[str, Any]] = None,
     ) -> None:
-        client = client_of(collection)
-        super().__init__(client)
-        if session is not None:
-            client._check_usable(session)
+        core = core_of(collection)
+        super().__init__(core)
+        self._session_state = session_state(session, core)
+        if self._session_state is not None:
+            core.check_usable(self._session_state)
         self._explicit_session = session
         if snapshot:
             raise InvalidOperation("the snapshot query option was removed in MongoDB 4.0")
@@ -139,11 +141,9 @@ class Cursor(_CursorBase[Any]):
             codec_options=codec_options or self._codec_options())
 
     def _start(self) -> None:
-        client = self._client
-        client._check_usable()
         operation = self._prepared or self._operation()
         self._prepared = None
-        self._state = client._executor.execute(operation, session=self._explicit_session)
+        self._state = self._core.execute(operation, session=self._session_state)
         self._accept(self._state.first_batch)
         self._state.first_batch = []
 
@@ -343,8 +343,10 @@ class Cursor(_CursorBase[Any]):
     def clone(self) -> "Cursor":
         """An unstarted cursor with the same options."""
         clone = type(self).__new__(type(self))
-        _CursorBase.__init__(clone, self._client)
+        _CursorBase.__init__(clone, self._core)
         clone._collection = self._collection
+        clone._explicit_session = self._explicit_session
+        clone._session_state = self._session_state
         for name in _OPTION_NAMES:
             value = getattr(self, "_" + name)
             setattr(clone, "_" + name, copy.copy(value) if isinstance(value, (dict, list)) else value)
@@ -366,7 +368,7 @@ class Cursor(_CursorBase[Any]):
         if state is not None and state.needs_kill:
             kill = state.close()
             if kill is not None:
-                self._send_kill(kill, state.address)
+                self._send_kill(kill, state)
         self._state = None
         self._buffer.clear()
         self._closed = False
@@ -374,14 +376,12 @@ class Cursor(_CursorBase[Any]):
 
     def explain(self) -> Any:
         """The server's explain output for this query (verbosity: the server's default)."""
-        self._client._check_usable()
         limit = -abs(self._limit) if self._limit else None
         operation = ExplainOperation(self._operation(self._collection.codec_options, limit=limit))
-        return self._client._executor.execute(operation, session=self._explicit_session)
+        return self._core.execute(operation, session=self._session_state)
 
     def distinct(self, key: str) -> list:
         """Distinct values of ``key`` among the documents this cursor's filter matches."""
-        self._client._check_usable()
         collection = self._collection
         filter = self._filter or None
         if filter is not None:
@@ -390,7 +390,7 @@ class Cursor(_CursorBase[Any]):
             collection.database.name, collection.name, key, filter, collation=self._collation,
             max_time_ms=self._max_time_ms, comment=self._comment, read_concern=collection.read_concern,
             read_preference=collection.read_preference, codec_options=collection.codec_options)
-        return self._client._executor.execute(operation, session=self._explicit_session)
+        return self._core.execute(operation, session=self._session_state)
 
     @property
     def collection(self) -> "Collection":

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.dbref import DBRef
+from greenmongo.client_session import session_state
 from greenmongo.collection import Collection, check_options
 from greenmongo.command_cursor import CommandCursor
 from greenmongo.common import BaseObject
@@ -53,6 +54,7 @@ class Database(BaseObject):
                  read_concern: Optional[ReadConcern] = None) -> None:
         check_options(codec_options, read_preference, write_concern, read_concern)
         self._client = client
+        self._core = client._core
         self._name = validate_database_name(name)
         self._codec_options: CodecOptions = codec_options or client.codec_options
         self._read_preference: ServerMode = read_preference or client.read_preference
@@ -95,9 +97,8 @@ class Database(BaseObject):
         return Collection(self, name, False, codec_options, read_preference, write_concern, read_concern)
 
     def _run(self, operation: Any, session: Any = None, read_preference: Optional[ServerMode] = None) -> Any:
-        client = self._client
-        client._check_usable(session)
-        return client._executor.execute(operation, read_preference=read_preference, session=session)
+        return self._core.execute(operation, read_preference=read_preference,
+                                  session=session_state(session, self._core))
 
     def list_collections(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
                          comment: Any = None, **kwargs: Any) -> CommandCursor:
@@ -107,7 +108,7 @@ class Database(BaseObject):
             authorized_collections=kwargs.pop("authorizedCollections", None),
             batch_size=kwargs.pop("batchSize", None), comment=comment, codec_options=self._codec_options,
             extra=kwargs)
-        return CommandCursor(self, self._run(operation, session))
+        return CommandCursor(self, self._run(operation, session), session=session)
 
     def list_collection_names(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
                               comment: Any = None, **kwargs: Any) -> list[str]:
@@ -116,7 +117,7 @@ class Database(BaseObject):
             self._name, filter=filter, authorized_collections=kwargs.pop("authorizedCollections", None),
             batch_size=kwargs.pop("batchSize", None), comment=comment,
             codec_options=DEFAULT_CODEC_OPTIONS, extra=kwargs)
-        return [document["name"] for document in CommandCursor(self, self._run(operation, session))]
+        return [document["name"] for document in CommandCursor(self, self._run(operation, session), session=session)]
 
     def create_collection(self, name: str, codec_options: Optional[CodecOptions] = None,
                           read_preference: Optional[ServerMode] = None, write_concern: Optional[WriteConcern] = None,
@@ -127,7 +128,7 @@ class Database(BaseObject):
         Raises CollectionInvalid when ``check_exists`` and the collection already exists.
         """
         validate_collection_name(name)
-        self._client._check_usable(session)
+        self._core.check_usable(session_state(session, self._core))
         if "encryptedFields" in kwargs:
             raise NotImplementedError("Queryable Encryption (encryptedFields) is not supported by greenmongo")
         collection = Collection(self, name, False, codec_options, read_preference, write_concern, read_concern)
@@ -227,7 +228,7 @@ class Database(BaseObject):
         operation = RunCursorCommandOperation(
             self._name, document, max_await_time_ms=max_await_time_ms, comment=comment,
             read_preference=preference, codec_options=codec_options or DEFAULT_CODEC_OPTIONS)
-        return CommandCursor(self, self._run(operation, session, preference))
+        return CommandCursor(self, self._run(operation, session, preference), session=session)
 
     def aggregate(self, pipeline: list, session: Any = None, **kwargs: Any) -> CommandCursor:
         """A database-level pipeline (``$currentOp``, ``$listLocalSessions``, ``$documents``, ...).
@@ -237,7 +238,7 @@ class Database(BaseObject):
         """
         operation = self._aggregate_operation(self._name, None, pipeline, kwargs.pop("let", None),
                                               kwargs.pop("comment", None), kwargs, self._codec_options)
-        return CommandCursor(self, self._run(operation, session))
+        return CommandCursor(self, self._run(operation, session), session=session)
 
     def watch(self, pipeline: Optional[list] = None, full_document: Optional[str] = None,
               resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,

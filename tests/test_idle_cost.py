@@ -104,7 +104,7 @@ def measure_idle(uri: str, window: float) -> dict:
 
     client = MongoClient(uri)
     client.admin.command("ping")
-    (server,) = client._topology.servers().values()
+    (server,) = client._core.topology.servers().values()
     deadline = time.monotonic() + 15
     while not (server.monitor.rtt_monitor and server.monitor.rtt_monitor.samples_taken >= 1
                and server.monitor.checks >= 1):  # then the first awaitable hello goes out at once
@@ -132,7 +132,7 @@ def measure_idle(uri: str, window: float) -> dict:
         "wakeups": recorder.wakeups,
         "heartbeats": server.monitor.checks - checks_before,
         "pings": server.monitor.rtt_monitor.samples_taken - pings_before,
-        "streaming": client._topology.streaming,
+        "streaming": client._core.topology.streaming,
         "cpu_thread": cpu_seconds(thread_before, thread_after),
         "cpu_process": cpu_seconds(process_before, process_after),
     }

@@ -376,7 +376,7 @@ class Workload:
         rng = random.Random(seed)
         while not self.stop.is_set():
             gevent.sleep(rng.uniform(0.5, 1.5))
-            for server in self.client._topology.servers().values():
+            for server in self.client._core.topology.servers().values():
                 interrupt = rng.random() < 0.3
                 server.pool.clear(interrupt_in_use_connections=interrupt)
                 self.ledger.injected["pool-clear" + (":interrupting" if interrupt else "")] += 1
@@ -417,8 +417,8 @@ def live_greenlets() -> set:
 
 def client_greenlets(client: MongoClient) -> set:
     """The greenlets a client runs by design: monitors, RTT monitors, pool maintenance."""
-    own = set(client._topology.greenlets())
-    for server in client._topology.servers().values():
+    own = set(client._core.topology.greenlets())
+    for server in client._core.topology.servers().values():
         maintenance = getattr(server.pool, "_maintenance", None)
         if maintenance is not None:
             own.add(maintenance)
@@ -427,7 +427,7 @@ def client_greenlets(client: MongoClient) -> set:
 
 def pool_problems(client: MongoClient, closed: bool) -> list:
     problems = []
-    for address, server in client._topology.servers().items():
+    for address, server in client._core.topology.servers().items():
         stats = server.pool.stats()
         at_rest = (stats.in_use == 0 and stats.pending == 0 and stats.waiters == 0
                    and stats.establishing == 0 and stats.populators == 0 and stats.total == stats.available)
@@ -442,7 +442,7 @@ def expected_open_connections(clients: Iterable[MongoClient]) -> set:
     """Connections that may be open at rest: pooled and idle, or a monitor's own."""
     allowed = set()
     for client in clients:
-        for server in client._topology.servers().values():
+        for server in client._core.topology.servers().values():
             allowed.update(id(record.conn) for record in server.pool._available)
             monitor = server.monitor
             if monitor is not None:
@@ -490,7 +490,7 @@ class SessionCounter:
 
     def __init__(self, client: MongoClient) -> None:
         self.taken = self.returned = 0
-        take, give_back = client._take_server_session, client._return_server_session
+        take, give_back = client._core.take_server_session, client._core.return_server_session
 
         def counting_take() -> Any:
             session = take()
@@ -501,8 +501,8 @@ class SessionCounter:
             self.returned += 1
             give_back(server_session)
 
-        client._take_server_session = counting_take  # type: ignore[method-assign]
-        client._return_server_session = counting_give_back  # type: ignore[method-assign]
+        client._core.take_server_session = counting_take  # type: ignore[method-assign]
+        client._core.return_server_session = counting_give_back  # type: ignore[method-assign]
 
     @property
     def outstanding(self) -> int:
@@ -554,14 +554,14 @@ def test_interrupted_operations_leak_nothing_and_the_client_keeps_working(auth_s
 
         # The pool was last cleared by the chaos (or by SDAM after an interrupted connection):
         # wait for it to be usable again, then for the background to close stale connections.
-        for server in client._topology.servers().values():
+        for server in client._core.topology.servers().values():
             server.pool.ready()
         assert client.admin.command("ping")["ok"] == 1
         fresh = ledger.fresh_clients
         settle_started = time.monotonic()
         settled = wait_until(lambda: not any(pool_problems(c, closed=True) for c in fresh)
                              and not pool_problems(client, closed=False)
-                             and not any(c._topology.greenlets() for c in fresh), timeout=10)
+                             and not any(c._core.topology.greenlets() for c in fresh), timeout=10)
         settle_time = time.monotonic() - settle_started
         gc.collect()
         unended_sessions = open_sessions(client)
@@ -569,7 +569,7 @@ def test_interrupted_operations_leak_nothing_and_the_client_keeps_working(auth_s
         allowed = expected_open_connections([client])
         leaked_connections = [conn for conn in open_connections() if id(conn) not in allowed]
         main_pool = [(address, server.pool.stats().as_dict(), server.operation_count)
-                     for address, server in client._topology.servers().items()]
+                     for address, server in client._core.topology.servers().items()]
         fresh_pools = [problem for c in fresh for problem in pool_problems(c, closed=True)]
         data_problems = check_data(db, ledger)
 
@@ -593,7 +593,7 @@ def test_interrupted_operations_leak_nothing_and_the_client_keeps_working(auth_s
         print(f"  interruptions that landed: {interrupted}, by phase: {dict(ledger.landed)}")
         print(f"  main pool / operation count: {main_pool}")
         print(f"  server sessions taken={sessions.taken} given back={sessions.returned}, "
-              f"pooled={len(client._server_sessions)}")
+              f"pooled={len(client._core.server_sessions)}")
         print(f"  leaked: greenlets={len(leaked_greenlets)} connections={len(leaked_connections)} "
               f"sessions={sessions.outstanding} (unended={len(unended_sessions)}) "
               f"pools-not-at-rest={len(fresh_pools) + len(pool_problems(client, closed=False))} "

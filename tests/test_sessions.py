@@ -40,7 +40,7 @@ def test_implicit_sessions_are_attached_pooled_and_kept_by_cursors(observed) -> 
     coll.insert_one({"i": 10})
     # The cursor's session went back to the pool and is reused (LIFO) by the next operations.
     assert _lsids(recorder) == [lsids[0], lsids[0]]
-    assert len(client._server_sessions) == 1
+    assert len(client._core.server_sessions) == 1
 
 
 def test_unacknowledged_writes_carry_no_implicit_session(observed) -> None:

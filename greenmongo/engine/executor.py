@@ -17,6 +17,7 @@ import logging
 import random
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from greenmongo.engine.protocols import ClusterTimeSource, ServerSelector, SessionSource
 from greenmongo.engine.retry import (
     MAX_OVERLOAD_RETRIES,
     RETRY_TOKEN_RETURN_RATE,
@@ -30,10 +31,10 @@ from greenmongo.engine.retry import (
     overload_backoff,
     unsupported_retryable_writes_error,
 )
+from greenmongo.engine.session_state import SessionState
 from greenmongo.engine.transaction import (
     TRANSIENT_TRANSACTION_ERROR,
     UNKNOWN_COMMIT_RESULT,
-    TransactionState,
     label_commit_error,
     label_statement_error,
 )
@@ -43,11 +44,13 @@ from greenmongo.logs.command import COMMAND_LOGGER, CommandMonitor
 from greenmongo.monitoring.command import (
     CommandListener,
 )
-from greenmongo.operations.base import ExecutionFields, Operation, WireInfo
+from greenmongo.operations.base import Command, ExecutionFields, Operation, WireInfo
 from greenmongo.operations.cursor_state import CursorState
 from greenmongo.operations.run_command import RunCommandOperation
 from greenmongo.options.connection_settings import server_api_fields
 from greenmongo.options.read_preferences import ReadPreference
+from greenmongo.sdam.address import Address
+from greenmongo.sdam.server_description import ServerDescription
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
 
@@ -75,14 +78,17 @@ def read_preference_field(topology_type: Any, server_type: Any, read_preference:
 class Executor:
     """Runs operations against one topology and publishes command monitoring events."""
 
-    def __init__(self, topology: Any, listeners: Iterable[Any] = (), *, retry_reads: bool = True,
-                 retry_writes: bool = True, sessions: Any = None) -> None:
+    def __init__(self, topology: ServerSelector, listeners: Iterable[Any] = (), *, retry_reads: bool = True,
+                 retry_writes: bool = True, sessions: Optional[SessionSource] = None,
+                 clock: Optional[ClusterTimeSource] = None) -> None:
         self._topology = topology
         self._retry_reads = retry_reads
         self._retry_writes = retry_writes
         self._retry_budget = RetryBudget()  # the client's token bucket for overload retries
-        #: The client: gives implicit sessions (``_implicit_session``) and gossips ``$clusterTime``.
+        #: Gives implicit sessions; without one (tests) commands carry no lsid unless given a session.
         self._sessions = sessions
+        #: The client's $clusterTime gossip.
+        self._clock = clock
         self._command_listeners: Sequence[Any] = tuple(
             listener for listener in listeners if isinstance(listener, CommandListener))
 
@@ -90,8 +96,8 @@ class Executor:
     def topology(self) -> Any:
         return self._topology
 
-    def execute(self, operation: Operation, *, address: Any = None, read_preference: Any = None,
-                session: Any = None) -> Any:
+    def execute(self, operation: Operation[Any], *, address: Optional[Address] = None, read_preference: Any = None,
+                session: Optional[SessionState] = None) -> Any:
         """Run ``operation``; ``address`` pins it to one server (getMore, killCursors).
 
         ``read_preference`` overrides the operation's own for server selection. Without an explicit
@@ -116,17 +122,18 @@ class Executor:
         session = holder.explicit
         transaction = None
         if operation.ends_transaction:
-            address = session._transaction.pinned_address
+            assert session is not None
+            address = session.transaction.pinned_address
         elif session is not None:
             if session.in_transaction:
-                transaction = session._transaction
+                transaction = session.transaction
                 read_preference = transaction.read_preference()
                 if operation.is_read and read_preference.mode != _PRIMARY:
                     raise InvalidOperation(
                         f"read preference in a transaction must be primary, not: {read_preference!r}")
                 address = address or transaction.pinned_address
-            elif session._transaction.state is not TransactionState.NONE:
-                session._transaction.reset()  # a plain operation ends what is left of the last transaction
+            else:
+                session.transaction.clear_finished()  # a plain operation ends what is left of the last one
         try:
             return self._with_retries(operation, address, read_preference, holder, transaction)
         except Exception as exc:
@@ -134,7 +141,7 @@ class Executor:
                 if operation.name == "commitTransaction":
                     label_commit_error(exc)
                 if has_error_label(exc, UNKNOWN_COMMIT_RESULT) or has_error_label(exc, TRANSIENT_TRANSACTION_ERROR):
-                    session._transaction.pinned_address = None
+                    session.transaction.unpin()
             raise
 
     def _with_retries(self, operation: Operation, address: Any, read_preference: Any, holder: "_SessionHolder",
@@ -173,7 +180,7 @@ class Executor:
                 if transaction is not None:
                     label_statement_error(exc)
                     if has_error_label(exc, TRANSIENT_TRANSACTION_ERROR):
-                        transaction.pinned_address = None
+                        transaction.unpin()
                 overload = has_error_label(exc, SYSTEM_OVERLOADED_ERROR)
                 if attempt and not overload:
                     self._retry_budget.deposit(1)  # a healthy server answered the retry
@@ -207,12 +214,12 @@ class Executor:
                     sleep(overload_backoff(attempt, random.random()))
                 holder.retrying = True
                 if operation.ends_transaction:
-                    holder.explicit._transaction.pinned_address = None  # the retry selects a server afresh
+                    holder.explicit.transaction.unpin()  # the retry selects a server afresh
                     address = None
                     if retryable:  # the spec's commit retry (w: majority); an overload retry resends as is
                         operation.for_retry()  # type: ignore[attr-defined]
                 if starting:
-                    transaction.state = TransactionState.STARTING  # the retried first statement starts it
+                    transaction.resend_first_statement()  # the retried first statement starts it
                 continue
             self._retry_budget.deposit(RETRY_TOKEN_RETURN_RATE + (1 if attempt else 0))
             return result
@@ -304,7 +311,7 @@ class Executor:
                 return self._send(conn, server, operation, read_preference, holder)
             except (ConnectionFailure, OperationFailure) as exc:
                 if isinstance(exc, ConnectionFailure) and holder.session is not None:
-                    holder.session._mark_dirty()  # the server may still be running it: do not reuse
+                    holder.session.mark_dirty()  # the server may still be running it: do not reuse
                 server.handle_error(exc, conn, reply=getattr(exc, "details", None))
                 raise
 
@@ -355,60 +362,59 @@ class Executor:
     def _session_fields(self, fields: ExecutionFields, session: Any, operation: Operation, command: Any,
                         server: Any, server_description: Any, holder: "_SessionHolder") -> None:
         """lsid, and the transaction / retryable-write / causal-consistency fields of the session."""
-        fields.lsid = session._lsid_for_command()
-        transaction = session._transaction
+        fields.lsid = session.lsid_for_command()
+        transaction = session.transaction
         if operation.ends_transaction:
-            fields.txn_number = session._txn_number()
+            fields.txn_number = session.txn_number()
             fields.autocommit = False
             return
         if transaction.active and holder.explicit is session:
-            fields.txn_number = session._txn_number()
+            fields.txn_number = session.txn_number()
             fields.autocommit = False
             fields.in_transaction = True
             if transaction.starting:
                 fields.start_transaction = True
                 read_concern = transaction.options.read_concern if transaction.options is not None else None
                 document = dict(read_concern.document) if read_concern is not None else {}
-                document.update(session._read_concern_extra() or {})
+                document.update(session.read_concern_extra() or {})
                 fields.read_concern = document or None  # the transaction's, sent once, on its first statement
-                if self._topology.description.topology_type in (TopologyType.Sharded, TopologyType.LoadBalanced):
-                    transaction.pinned_address = server.address
-            transaction.statement_sent()
+                pins = self._topology.description.topology_type in (TopologyType.Sharded, TopologyType.LoadBalanced)
+                transaction.statement_sent(server.address if pins else None)
             return
         if holder.retryable_write and command.acknowledged:
             if holder.retrying and not server_description.retryable_writes_supported:
                 raise _RetryNotPossible()
             if holder.txn_number is None and server_description.retryable_writes_supported:
-                holder.txn_number = session._next_txn_number()
+                holder.txn_number = session.next_txn_number()
             fields.txn_number = holder.txn_number
         if holder.explicit is session and operation.session_read_concern != "none":
-            if session.options.snapshot:
-                fields.read_concern = {"level": "snapshot", **(session._read_concern_extra() or {})}
+            if session.snapshot:
+                fields.read_concern = {"level": "snapshot", **(session.read_concern_extra() or {})}
                 fields.session_read_concern = True
             elif operation.session_read_concern == "all":
-                extra = session._read_concern_extra()
+                extra = session.read_concern_extra()
                 if extra:
                     fields.read_concern_extra = extra
                     fields.session_read_concern = True
 
     def _cluster_time_to_send(self, session: Any, topology_type: Any) -> Optional[Mapping[str, Any]]:
         """The highest $clusterTime known to the client or the session (replica sets, sharded)."""
-        if self._sessions is None or topology_type in (TopologyType.Single, TopologyType.Unknown):
+        if self._clock is None or topology_type in (TopologyType.Single, TopologyType.Unknown):
             return None
-        cluster_time = self._sessions._cluster_time
+        cluster_time = self._clock.cluster_time
         if session is not None and session.cluster_time is not None and (
                 cluster_time is None or session.cluster_time["clusterTime"] > cluster_time["clusterTime"]):
             cluster_time = session.cluster_time
         return cluster_time
 
     def _observe(self, reply: Any, session: Any) -> None:
-        if reply is None or self._sessions is None:
+        if reply is None:
             return
         cluster_time = reply.get("$clusterTime")
-        if cluster_time is not None:
-            self._sessions._advance_cluster_time(cluster_time)
+        if cluster_time is not None and self._clock is not None:
+            self._clock.advance(cluster_time)
         if session is not None:
-            session._observe_reply(reply)
+            session.observe_reply(reply)
 
 
 class _RetryNotPossible(Exception):
@@ -422,20 +428,21 @@ class _SessionHolder:
     __slots__ = ("source", "explicit", "implicit", "retryable_write", "retrying", "txn_number",
                  "write_retry_supported", "sent")
 
-    def __init__(self, source: Any, explicit: Any) -> None:
+    def __init__(self, source: Optional[SessionSource], explicit: Optional[SessionState]) -> None:
         self.source = source
         self.explicit = explicit
-        self.implicit: Any = None
+        self.implicit: Optional[SessionState] = None
         self.retryable_write = False
         self.retrying = False
         self.txn_number: Optional[int] = None
         self.write_retry_supported = False  # the selected server takes retryable writes, and it is acknowledged
         self.sent = False  # this attempt reached the wire
+
     @property
-    def session(self) -> Any:
+    def session(self) -> Optional[SessionState]:
         return self.explicit or self.implicit
 
-    def for_command(self, command: Any, server_description: Any) -> Any:
+    def for_command(self, command: Command, server_description: ServerDescription) -> Optional[SessionState]:
         if self.explicit is not None:
             if not command.acknowledged and not self.explicit.in_transaction:
                 raise InvalidOperation("explicit sessions are incompatible with unacknowledged write concern")
@@ -445,12 +452,12 @@ class _SessionHolder:
                 or server_description.logical_session_timeout_minutes is None):
             return None
         if self.implicit is None:
-            self.implicit = self.source._implicit_session()
+            self.implicit = self.source.implicit_session()
         return self.implicit
 
     def release(self) -> None:
         if self.implicit is not None:
-            self.implicit.end_session()
+            self.implicit.end()
             self.implicit = None
 
 

@@ -11,7 +11,7 @@ import os
 import time
 import uuid
 from collections import deque
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from greenmongo.bson.binary import UUID_SUBTYPE, Binary
 
@@ -33,6 +33,20 @@ class ServerSession:
         if timeout_minutes is None:
             return False
         return time.monotonic() - self.last_use > (timeout_minutes - 1) * 60
+
+
+class ClusterClock:
+    """The highest ``$clusterTime`` the client has seen; gossiped to replica sets and sharded clusters."""
+
+    __slots__ = ("cluster_time",)
+
+    def __init__(self) -> None:
+        self.cluster_time: Optional[Mapping[str, Any]] = None
+
+    def advance(self, cluster_time: Mapping[str, Any]) -> None:
+        current = self.cluster_time
+        if current is None or cluster_time["clusterTime"] > current["clusterTime"]:
+            self.cluster_time = cluster_time
 
 
 class ServerSessionPool:

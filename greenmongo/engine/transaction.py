@@ -124,10 +124,32 @@ class Transaction:
         self.state = TransactionState.STARTING
         self.options = options
 
-    def statement_sent(self) -> None:
-        """The first statement went out: later ones no longer carry startTransaction."""
+    def statement_sent(self, address: Any = None) -> None:
+        """A statement went out: later ones no longer carry startTransaction. ``address`` pins the
+        transaction to that server (a mongos or load balancer: the first statement's pins it)."""
         if self.state is TransactionState.STARTING:
             self.state = TransactionState.IN_PROGRESS
+            if address is not None:
+                self.pinned_address = address
+
+    def resend_first_statement(self) -> None:
+        """The first statement is being retried: it must start the transaction again."""
+        if self.state is TransactionState.IN_PROGRESS:
+            self.state = TransactionState.STARTING
+
+    def unpin(self) -> None:
+        """Forget the pinned server: after a transient error, or before a commit/abort retry selects afresh."""
+        self.pinned_address = None
+
+    def observe_recovery_token(self, token: Mapping[str, Any]) -> None:
+        """A sharded transaction's recoveryToken, sent with commit/abort so another mongos can finish it."""
+        if self.state is not TransactionState.NONE:
+            self.recovery_token = token
+
+    def clear_finished(self) -> None:
+        """An operation outside the transaction ends what is left of the last one (its state and pin)."""
+        if self.state is not TransactionState.NONE and not self.active:
+            self.reset()
 
     def begin_commit(self) -> bool:
         """Check a commit is allowed; True when a commitTransaction command must be sent."""
@@ -155,7 +177,10 @@ class Transaction:
         if state is TransactionState.ABORTED:
             raise InvalidOperation("Cannot call abortTransaction twice")
         self.state = TransactionState.ABORTED
-        return state is TransactionState.IN_PROGRESS
+        if state is not TransactionState.IN_PROGRESS:
+            self.pinned_address = None  # nothing to send: the pin ends here
+            return False
+        return True
 
     def reset(self) -> None:
         """A non-transaction operation on the session ends what is left of the last transaction (and its pin)."""

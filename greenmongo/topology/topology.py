@@ -620,6 +620,11 @@ def _abandon(servers: Dict[Address, Server], pollers: List[SrvPoller]) -> None:
         server.stop_monitoring()
 
 
+def abandon(topology: "Topology") -> None:
+    """Stop an inherited topology's greenlets without blocking or closing its sockets (after fork)."""
+    _abandon(topology._servers, topology._srv_poller)
+
+
 def _criteria(read_preference: Any, is_write: bool, custom: bool) -> str:
     if is_write:
         text = "writes"

@@ -1,0 +1,232 @@
+"""ClientCore: the one object every API handle of a client runs through.
+
+MongoClient, Database, Collection, the cursors, ChangeStream and ClientSession hold the core and
+call ``execute``; nothing above the engine touches the topology, the executor or the session pool.
+The core owns what a client is at run time: the topology and the executor on it, the server-session
+pool, the cluster clock, the killCursors queued by garbage-collected cursors, and the guards every
+operation passes (the thread that owns the client's hub, a fork since the last use, close()).
+
+A client belongs to the gevent hub of the OS thread that created it: its greenlets, pools and events
+live on that hub, so use from another OS thread fails at once with InvalidOperation instead of
+hanging or raising "cannot switch to a different thread". After ``os.fork()`` a child drops what it
+inherited (sockets, pools, monitor greenlets) and reconnects on first use.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import weakref
+from collections import deque
+from typing import Any, Callable, Iterable, Optional
+
+from greenmongo.engine.executor import Executor
+from greenmongo.engine.server_session import ClusterClock, ServerSession, ServerSessionPool
+from greenmongo.engine.session_state import SessionState
+from greenmongo.errors import InvalidOperation
+from greenmongo.hub.waiting import current_hub, on_hub
+from greenmongo.operations.base import Operation
+from greenmongo.operations.cursor_state import CursorState, KillCursorsOperation
+from greenmongo.options.client_options import ClientOptions
+from greenmongo.sdam.address import Address
+from greenmongo.topology.topology import Topology, abandon
+
+_LIVE_CORES: "weakref.WeakSet[ClientCore]" = weakref.WeakSet()
+#: Kills queued for servers that are down are kept, up to this many.
+MAX_PENDING_KILLS = 1000
+
+
+class ClientCore:
+    """Topology + executor + server sessions + cluster clock + kill queue + the fork/thread guard."""
+
+    def __init__(self, options: ClientOptions) -> None:
+        self.options = options
+        self._hub = current_hub()
+        self._pid = os.getpid()
+        self.closed = False
+        self._pending_kills: deque[tuple[Address, str, int]] = deque()
+        self.server_sessions = ServerSessionPool()
+        self.clock = ClusterClock()
+        self._new_topology()
+        _LIVE_CORES.add(self)
+
+    def _new_topology(self) -> None:
+        """A topology (not opened yet) and the executor that runs operations on it."""
+        self.topology = Topology.from_options(self.options)
+        self.executor = Executor(self.topology, self.options.event_listeners, retry_reads=self.options.retry_reads,
+                                 retry_writes=self.options.retry_writes, sessions=self, clock=self.clock)
+
+    # -- the guard every operation passes ---------------------------------------------------
+
+    def check_usable(self, session: Optional[SessionState] = None) -> None:
+        """Wrong thread, closed client, fork, a foreign or ended session; then send queued kills."""
+        if not on_hub(self._hub):
+            raise InvalidOperation(
+                "this MongoClient belongs to the gevent hub of the thread that created it and cannot be "
+                "used from another OS thread; create one client per thread (greenlets may share one)")
+        if self._pid != os.getpid():
+            self.after_fork()
+        if self.closed:
+            raise InvalidOperation("Cannot use MongoClient after close")
+        if session is not None:
+            if session.source is not self:
+                raise InvalidOperation("Can only use session with the MongoClient that started it")
+            session.check_not_ended()
+        if self._pending_kills:
+            self._flush_kills()
+
+    def execute(self, operation: Operation[Any], *, session: Optional[SessionState] = None,
+                address: Optional[Address] = None, read_preference: Any = None) -> Any:
+        """Check the client is usable, then run ``operation`` (see ``Executor.execute``)."""
+        self.check_usable(session)
+        return self.executor.execute(operation, address=address, read_preference=read_preference, session=session)
+
+    def execute_batches(self, bulk: Any, session: Optional[SessionState] = None,
+                        run_batch: Optional[Callable[[Any], Any]] = None) -> None:
+        """A bulk write's batches, each selected and sent on its own."""
+        self.check_usable(session)
+        executor = self.executor
+        executor.execute_batches(bulk, run_batch or (lambda batch: executor.execute(batch, session=session)))
+
+    def get_more(self, state: CursorState) -> list:
+        """One getMore on the server holding the cursor, with the cursor's session."""
+        self.check_usable()
+        return self.executor.execute(state.get_more_operation(), address=state.address, session=state.session)
+
+    def drain(self, state: Optional[CursorState], on_batch: Callable[[list], None]) -> None:
+        """Every remaining batch of a cursor the engine opened (a client bulkWrite's results), then
+        kill what is left and release its implicit session, whatever happens on the way."""
+        if state is None:
+            return
+        try:
+            while state.needs_get_more:
+                on_batch(self.get_more(state))
+        finally:
+            kill = state.close()
+            if kill is not None:
+                self.kill_cursor(kill, state)
+            session, state.session = state.session, None
+            if session is not None and session.implicit:
+                session.end()
+
+    def kill_cursor(self, kill: KillCursorsOperation, state: CursorState) -> None:
+        """killCursors now, in the calling greenlet; an interruption queues it instead."""
+        try:
+            self.executor.execute(kill, address=state.address, session=state.session)
+        except Exception:
+            pass  # the server reaps an abandoned cursor on its own
+        except BaseException:
+            self.queue_kill(state.address, kill)
+            raise
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def new_session(self, *, causal_consistency: bool, snapshot: bool) -> SessionState:
+        self.check_usable()
+        return SessionState(self, implicit=False, causal_consistency=causal_consistency, snapshot=snapshot)
+
+    def implicit_session(self) -> SessionState:
+        """Implicit sessions are never causally consistent (no afterClusterTime on getMores or resumes)."""
+        return SessionState(self, implicit=True, causal_consistency=False, snapshot=False)
+
+    def take_server_session(self) -> ServerSession:
+        return self.server_sessions.get(self.topology.description.logical_session_timeout_minutes)
+
+    def return_server_session(self, server_session: ServerSession) -> None:
+        if not self.closed:
+            self.server_sessions.put(server_session, self.topology.description.logical_session_timeout_minutes)
+
+    # -- killCursors queued without I/O ---------------------------------------------------------------
+
+    def queue_kill(self, address: Optional[Address], kill: KillCursorsOperation) -> None:
+        """From a cursor's ``__del__`` or an interrupted greenlet: sent with the next operation."""
+        if address is None or self.closed:
+            return
+        namespace = f"{kill.dbname}.{kill.collection}"
+        for cursor_id in kill.cursor_ids:
+            if not cursor_id:
+                continue
+            if len(self._pending_kills) >= MAX_PENDING_KILLS:
+                self._pending_kills.popleft()  # a server long gone: it reaps its cursors itself
+            self._pending_kills.append((address, namespace, cursor_id))
+
+    def _flush_kills(self) -> None:
+        """Send queued kills to servers that are known now; keep the others for later, never wait."""
+        waiting = []
+        while self._pending_kills:
+            address, namespace, cursor_id = self._pending_kills.popleft()
+            known = self.topology.description.server_descriptions().get(address)
+            if known is None:
+                continue  # no longer part of the deployment
+            if not known.is_server_type_known:
+                waiting.append((address, namespace, cursor_id))
+                continue
+            dbname, _, collection = namespace.partition(".")
+            try:
+                self.executor.execute(KillCursorsOperation(dbname, collection, [cursor_id]), address=address)
+            except Exception:
+                pass  # the server reaps abandoned cursors itself after 10 minutes
+        self._pending_kills.extend(waiting)
+
+    @property
+    def pending_kills(self) -> int:
+        return len(self._pending_kills)
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        self.topology.open()
+
+    def close(self) -> None:
+        """Stop every monitor and pool greenlet and close every connection; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        _LIVE_CORES.discard(self)
+        if on_hub(self._hub):
+            self._flush_kills()
+        self.topology.close()
+
+    def after_fork(self) -> None:
+        """In a forked child: drop the parent's monitors, pools and sockets; reconnect on first use.
+
+        Nothing inherited is used again (a child reading a socket the parent also reads would steal
+        its replies); the new topology opens lazily, at the child's first server selection.
+        """
+        self._pid = os.getpid()
+        self._pending_kills.clear()
+        self.server_sessions.clear()  # the parent's server sessions stay the parent's
+        old = self.topology
+        self._new_topology()
+        abandon(old)  # stop the inherited greenlets without blocking; the pools' fork hooks drop sockets
+
+    @property
+    def forked(self) -> bool:
+        return self._pid != os.getpid()
+
+    @property
+    def owned_by_this_thread(self) -> bool:
+        return on_hub(self._hub)
+
+
+def _forget_parents_clients() -> None:
+    for core in list(_LIVE_CORES):
+        if core.forked:
+            core.after_fork()
+
+
+os.register_at_fork(after_in_child=_forget_parents_clients)
+
+
+def _close_all(cores: Iterable[ClientCore]) -> None:
+    """At interpreter exit: close what is still open, quietly (the hub may already be gone)."""
+    for core in list(cores):
+        if core.forked or not core.owned_by_this_thread:
+            continue
+        try:
+            core.close()
+        except Exception:
+            pass
+
+
+atexit.register(lambda: _close_all(_LIVE_CORES))

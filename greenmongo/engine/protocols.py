@@ -1,0 +1,105 @@
+"""The typed seams between the engine and the layers around it.
+
+The executor runs operations against whatever satisfies these: tests hand it fakes, the client
+hands it a Topology whose servers check out pooled ``net.connection.Connection`` objects. Each
+Protocol names exactly what the engine uses, so mypy holds both sides to it.
+"""
+
+from __future__ import annotations
+
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ContextManager,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+)
+
+from greenmongo.sdam.address import Address
+
+if TYPE_CHECKING:
+    from greenmongo.engine.server_session import ServerSession
+    from greenmongo.engine.session_state import SessionState
+    from greenmongo.options.connection_settings import ConnectionSettings
+    from greenmongo.sdam.server_description import ServerDescription
+    from greenmongo.sdam.topology_description import TopologyDescription
+
+__all__ = ["Address", "ClusterTimeSource", "CommandConnection", "SelectedServer", "ServerSelector",
+           "ServerSessionSource", "SessionSource"]
+
+
+class ServerSessionSource(Protocol):
+    """Where a session takes its server session from and gives it back (the client's LIFO pool)."""
+
+    def take_server_session(self) -> "ServerSession": ...
+
+    def return_server_session(self, server_session: "ServerSession") -> None: ...
+
+
+class SessionSource(ServerSessionSource, Protocol):
+    """What the executor asks for an implicit session when an operation has no explicit one."""
+
+    def implicit_session(self) -> "SessionState": ...
+
+
+class ClusterTimeSource(Protocol):
+    """The client's $clusterTime gossip: the highest cluster time seen, advanced by every reply."""
+
+    @property
+    def cluster_time(self) -> Optional[Mapping[str, Any]]: ...
+
+    def advance(self, cluster_time: Mapping[str, Any]) -> None: ...
+
+
+class CommandConnection(Protocol):
+    """A checked-out connection as the executor uses it (``net.connection.Connection``)."""
+
+    id: int
+    address: Address
+    service_id: Any
+    hello: Optional[Mapping[str, Any]]
+    settings: "ConnectionSettings"
+    max_wire_version: int
+    max_bson_size: int
+    max_message_size: int
+    max_write_batch_size: int
+
+    def command(self, dbname: str, spec: Mapping[str, Any], *,
+                sequences: Optional[Mapping[str, Sequence[Any]]] = None, codec_options: Any = None,
+                check: bool = True, unacknowledged: bool = False, apply_server_api: bool = True,
+                request_id: Optional[int] = None) -> Optional[dict[str, Any]]: ...
+
+
+class SelectedServer(Protocol):
+    """A server chosen by selection: check out a connection, report errors, then end the operation."""
+
+    @property
+    def address(self) -> Address: ...
+
+    @property
+    def description(self) -> "ServerDescription": ...
+
+    def checkout(self) -> ContextManager[CommandConnection]: ...
+
+    def handle_error(self, error: BaseException, connection: Any = None, *,
+                     reply: Optional[Mapping[str, Any]] = None) -> None: ...
+
+    def end_operation(self) -> None: ...
+
+
+class ServerSelector(Protocol):
+    """The topology as the executor uses it: server selection and the current description."""
+
+    @property
+    def description(self) -> "TopologyDescription": ...
+
+    @property
+    def topology_id(self) -> Any: ...
+
+    def select_server(self, read_preference: Any, *, is_write: bool = False,
+                      deprioritized: Tuple[Address, ...] = (), operation: Optional[str] = None) -> SelectedServer: ...
+
+    def select_server_by_address(self, address: Address, *, operation: Optional[str] = None) -> SelectedServer: ...
