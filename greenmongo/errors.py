@@ -57,7 +57,16 @@ class InvalidBSON(BSONError):
 
 
 class InvalidDocument(BSONError):
-    """A Python value that cannot be encoded as BSON."""
+    """A Python value that cannot be encoded as BSON; ``document`` is the offending document, if known."""
+
+    def __init__(self, message: str = "", document: Any = None) -> None:
+        super().__init__(message)
+        self._document = document
+
+    @property
+    def document(self) -> Any:
+        """The document that could not be encoded (None when the raiser did not say)."""
+        return self._document
 
 
 class InvalidStringData(BSONError):

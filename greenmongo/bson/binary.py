@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import enum
 import struct
-import uuid
+import sys
+import uuid as _uuid
 from typing import Any, Sequence, Union
+
+from greenmongo.bson._slots import getstate_slots, setstate_slots
 
 BINARY_SUBTYPE = 0
 FUNCTION_SUBTYPE = 1
@@ -42,6 +45,22 @@ UUID_REPRESENTATION_NAMES = {
     UuidRepresentation.CSHARP_LEGACY: "UuidRepresentation.CSHARP_LEGACY",
 }
 ALL_UUID_REPRESENTATIONS = tuple(UUID_REPRESENTATION_NAMES)
+#: The binary subtypes that can hold a UUID.
+ALL_UUID_SUBTYPES = (OLD_UUID_SUBTYPE, UUID_SUBTYPE)
+
+
+def _numpy_array(value: Any) -> bool:
+    """True for a numpy ndarray, without importing numpy (it cannot be one if numpy is not loaded)."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
+def _import_numpy(purpose: str) -> Any:
+    try:
+        import numpy
+    except ImportError as exc:
+        raise ImportError(f"{purpose} requires numpy to be installed") from exc
+    return numpy
 
 
 class BinaryVectorDtype(enum.Enum):
@@ -53,12 +72,17 @@ class BinaryVectorDtype(enum.Enum):
 
 
 class BinaryVector:
-    """A decoded subtype-9 vector: the numbers, their dtype and (for PACKED_BIT) the ignored bit count."""
+    """A decoded subtype-9 vector: the numbers, their dtype and (for PACKED_BIT) the ignored bit count.
+
+    ``data`` is a list, or the 1-D numpy array it was given (``Binary.as_vector(return_numpy=True)``).
+    """
 
     __slots__ = ("data", "dtype", "padding")
+    __getstate__ = getstate_slots
+    __setstate__ = setstate_slots
 
-    def __init__(self, data: Sequence[Union[int, float]], dtype: BinaryVectorDtype, padding: int = 0) -> None:
-        self.data = list(data)
+    def __init__(self, data: Any, dtype: BinaryVectorDtype, padding: int = 0) -> None:
+        self.data = data if _numpy_array(data) else list(data)
         self.dtype = dtype
         self.padding = padding
 
@@ -71,7 +95,11 @@ class BinaryVector:
     def __eq__(self, other: Any) -> bool:
         if not isinstance(other, BinaryVector):
             return False
-        return (self.dtype, self.padding, self.data) == (other.dtype, other.padding, other.data)
+        if self.dtype != other.dtype or self.padding != other.padding:
+            return False
+        if _numpy_array(self.data) or _numpy_array(other.data):
+            return len(self.data) == len(other.data) and all(a == b for a, b in zip(self.data, other.data))
+        return self.data == other.data
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -108,8 +136,9 @@ class Binary(bytes):
     # -- UUIDs ---------------------------------------------------------------
 
     @classmethod
-    def from_uuid(cls, value: uuid.UUID, uuid_representation: int = UuidRepresentation.STANDARD) -> "Binary":
-        if not isinstance(value, uuid.UUID):
+    def from_uuid(cls, uuid: _uuid.UUID, uuid_representation: int = UuidRepresentation.STANDARD) -> "Binary":
+        value = uuid
+        if not isinstance(value, _uuid.UUID):
             raise TypeError(f"uuid must be an instance of uuid.UUID, not {type(value).__name__}")
         if uuid_representation not in ALL_UUID_REPRESENTATIONS:
             raise ValueError(f"uuid_representation must be a value from UuidRepresentation, "
@@ -127,7 +156,7 @@ class Binary(bytes):
             return cls(_swap_java(value.bytes), OLD_UUID_SUBTYPE)
         return cls(value.bytes_le, OLD_UUID_SUBTYPE)
 
-    def as_uuid(self, uuid_representation: int = UuidRepresentation.STANDARD) -> uuid.UUID:
+    def as_uuid(self, uuid_representation: int = UuidRepresentation.STANDARD) -> _uuid.UUID:
         if uuid_representation not in ALL_UUID_REPRESENTATIONS:
             raise ValueError(f"uuid_representation must be a value from UuidRepresentation, "
                              f"not {uuid_representation!r}")
@@ -139,16 +168,17 @@ class Binary(bytes):
             raise ValueError(f"cannot decode subtype {self.__subtype} as a UUID with {name}")
         data = bytes(self)
         if uuid_representation == UuidRepresentation.JAVA_LEGACY:
-            return uuid.UUID(bytes=_swap_java(data))
+            return _uuid.UUID(bytes=_swap_java(data))
         if uuid_representation == UuidRepresentation.CSHARP_LEGACY:
-            return uuid.UUID(bytes_le=data)
-        return uuid.UUID(bytes=data)
+            return _uuid.UUID(bytes_le=data)
+        return _uuid.UUID(bytes=data)
 
     # -- vectors -------------------------------------------------------------
 
     @classmethod
-    def from_vector(cls, vector: Union[BinaryVector, Sequence[Union[int, float]]],
+    def from_vector(cls, vector: Union[BinaryVector, Sequence[Union[int, float]], Any],
                     dtype: BinaryVectorDtype | None = None, padding: int | None = None) -> "Binary":
+        """A subtype-9 Binary from a BinaryVector, or from a list or 1-D numpy array plus ``dtype``."""
         if isinstance(vector, BinaryVector):
             if dtype is not None or padding is not None:
                 raise ValueError("pass dtype and padding only with a list, not with a BinaryVector")
@@ -156,9 +186,13 @@ class Binary(bytes):
         else:
             if dtype is None:
                 raise ValueError("dtype is required with a list of numbers")
-            values, padding = list(vector), padding or 0
+            values, padding = vector, padding or 0
         if not isinstance(dtype, BinaryVectorDtype):
             raise TypeError(f"dtype must be a BinaryVectorDtype, not {dtype!r}")
+        if _numpy_array(values):
+            values = _numpy_values(values, dtype)
+        else:
+            values = list(values)
         if dtype is BinaryVectorDtype.PACKED_BIT:
             if not 0 <= padding <= 7:
                 raise ValueError(f"padding must be in [0, 7] for PACKED_BIT, not {padding}")
@@ -179,7 +213,8 @@ class Binary(bytes):
                     raise ValueError(f"FLOAT32 vector values must be numbers: {exc}") from None
         return cls(dtype.value + bytes((padding,)) + body, VECTOR_SUBTYPE)
 
-    def as_vector(self) -> BinaryVector:
+    def as_vector(self, return_numpy: bool = False) -> BinaryVector:
+        """The vector this subtype-9 Binary holds; its ``data`` a list, or a numpy array if ``return_numpy``."""
         if self.__subtype != VECTOR_SUBTYPE:
             raise ValueError(f"cannot decode subtype {self.__subtype} as a vector")
         if len(self) < 2:
@@ -197,13 +232,19 @@ class Binary(bytes):
                 raise ValueError("an empty PACKED_BIT vector cannot have padding")
             if padding and body[-1] & ((1 << padding) - 1):
                 raise ValueError("the ignored (padding) bits of a PACKED_BIT vector must be zero")
-            return BinaryVector(list(body), dtype, padding)
-        if padding:
+        elif padding:
             raise ValueError(f"padding must be 0 for {dtype.name}, not {padding}")
+        elif dtype is BinaryVectorDtype.FLOAT32 and len(body) % 4:
+            raise ValueError(f"FLOAT32 vector data must be a multiple of 4 bytes, not {len(body)}")
+        if return_numpy:
+            numpy = _import_numpy("Binary.as_vector(return_numpy=True)")
+            element = {BinaryVectorDtype.INT8: "i1", BinaryVectorDtype.FLOAT32: "<f4",
+                       BinaryVectorDtype.PACKED_BIT: "u1"}[dtype]
+            return BinaryVector(numpy.frombuffer(body, dtype=element), dtype, padding)
+        if dtype is BinaryVectorDtype.PACKED_BIT:
+            return BinaryVector(list(body), dtype, padding)
         if dtype is BinaryVectorDtype.INT8:
             return BinaryVector(list(struct.unpack(f"<{len(body)}b", body)), dtype, 0)
-        if len(body) % 4:
-            raise ValueError(f"FLOAT32 vector data must be a multiple of 4 bytes, not {len(body)}")
         return BinaryVector(list(struct.unpack(f"<{len(body) // 4}f", body)), dtype, 0)
 
     # -- value semantics -----------------------------------------------------
@@ -226,6 +267,15 @@ class Binary(bytes):
         if self.__subtype == SENSITIVE_SUBTYPE:
             return f"<Binary(REDACTED, {self.__subtype})>"
         return f"Binary({bytes.__repr__(self)}, {self.__subtype})"
+
+
+def _numpy_values(array: Any, dtype: BinaryVectorDtype) -> list:
+    """A 1-D numpy array's elements as Python numbers, for the same checks a list gets."""
+    if array.ndim != 1:
+        raise ValueError(f"a vector is one-dimensional; this numpy array has {array.ndim} dimensions")
+    if dtype is not BinaryVectorDtype.FLOAT32 and array.dtype.kind not in "iub":
+        raise ValueError(f"{dtype.name} vector values must be integers, not numpy {array.dtype}")
+    return array.tolist()
 
 
 def _pack_ints(values: Sequence[Any], code: str, low: int, high: int, name: str) -> bytes:

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping as _Mapping
 from typing import Any, Mapping, Optional
 
+from greenmongo.bson._slots import getstate_slots, setstate_slots
+
 
 class Code(str):
     __slots__ = ("__scope",)
+    __getstate__ = getstate_slots
+    __setstate__ = setstate_slots
     _type_marker = 13
 
     def __new__(cls, code: Any, scope: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> "Code":

@@ -5,9 +5,14 @@ from __future__ import annotations
 from copy import deepcopy
 from typing import Any, Mapping, Optional
 
+from greenmongo.bson._slots import getstate_slots, setstate_slots
+from greenmongo.bson.son import SON  # noqa: F401  (PyMongo's name here)
+
 
 class DBRef:
     __slots__ = ("__collection", "__id", "__database", "__kwargs")
+    __getstate__ = getstate_slots
+    __setstate__ = setstate_slots
     _type_marker = 100
 
     def __init__(self, collection: str, id: Any, database: Optional[str] = None,
@@ -36,9 +41,12 @@ class DBRef:
         return self.__database
 
     def __getattr__(self, key: str) -> Any:
+        """The extra fields read as attributes (``ref.foo``); dunder lookups are never fields."""
+        if key.startswith("__"):
+            raise AttributeError(key)
         try:
             return self.__kwargs[key]
-        except KeyError:
+        except (KeyError, AttributeError):  # AttributeError: not initialised yet (being unpickled)
             raise AttributeError(key) from None
 
     def as_doc(self) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from greenmongo.bson._slots import getstate_slots, setstate_slots
 from greenmongo.bson.objectid import ObjectId
 
 
@@ -48,6 +49,8 @@ class DBPointer:
     """BSON DBPointer (0x0C): a namespace string and an ObjectId."""
 
     __slots__ = ("namespace", "id")
+    __getstate__ = getstate_slots
+    __setstate__ = setstate_slots
     _type_marker = 12
 
     def __init__(self, namespace: str, id: ObjectId) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Pattern, Union
 
+from greenmongo.bson._slots import getstate_slots, setstate_slots
+
 # BSON flag letter -> Python re flag (only the ones Python has), as plain ints: RegexFlag's
 # enum operators are slow on the encode path.
 _FLAG_BITS = {"i": int(re.IGNORECASE), "l": int(re.LOCALE), "m": int(re.MULTILINE), "s": int(re.DOTALL),
@@ -12,9 +14,14 @@ _FLAG_BITS = {"i": int(re.IGNORECASE), "l": int(re.LOCALE), "m": int(re.MULTILIN
 _ALPHABETICAL = tuple(sorted(_FLAG_BITS.items()))
 
 
-def str_flags_to_int(flags: str) -> int:
+#: The type of a compiled regular expression (``re.Pattern``), PyMongo's name for it.
+RE_TYPE = type(re.compile(""))
+
+
+def str_flags_to_int(str_flags: str) -> int:
+    """Python ``re`` flag bits for BSON option letters (letters Python lacks are ignored)."""
     value = 0
-    for letter in flags:
+    for letter in str_flags:
         value |= _FLAG_BITS.get(letter, 0)
     return value
 
@@ -27,6 +34,8 @@ def int_flags_to_str(flags: int) -> str:
 
 class Regex:
     __slots__ = ("pattern", "flags")
+    __getstate__ = getstate_slots
+    __setstate__ = setstate_slots
     _type_marker = 11
 
     def __init__(self, pattern: Union[str, bytes], flags: Union[str, int] = 0) -> None:

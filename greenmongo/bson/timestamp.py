@@ -6,11 +6,18 @@ import calendar
 import datetime
 from typing import Any, Union
 
-_UINT32_MAX = 0xFFFFFFFF
+from greenmongo.bson._slots import getstate_slots, setstate_slots
+from greenmongo.bson.tz_util import utc  # noqa: F401  (PyMongo's name here)
+
+#: Exclusive upper bound of both fields (they are unsigned 32-bit).
+UPPERBOUND = 4294967296
+_UINT32_MAX = UPPERBOUND - 1
 
 
 class Timestamp:
     __slots__ = ("__time", "__inc")
+    __getstate__ = getstate_slots
+    __setstate__ = setstate_slots
     _type_marker = 17
 
     def __init__(self, time: Union[int, datetime.datetime], inc: int) -> None:
