@@ -74,6 +74,11 @@ class TypeRegistry:
                             "BSON already handles that type natively")
 
     @property
+    def fallback_encoder(self) -> Callable[[Any], Any] | None:
+        """The callable that encodes values no codec or BSON type covers (None: such values fail)."""
+        return self._fallback_encoder
+
+    @property
     def codecs(self) -> list:
         return list(self.__type_codecs)
 
@@ -114,12 +119,14 @@ class CodecOptions(_CodecOptionsBase):
         type_registry: TypeRegistry | None = None,
         datetime_conversion: DatetimeConversion | None = DatetimeConversion.DATETIME,
     ) -> CodecOptions:
-        from greenmongo.bson.raw import RawBSONDocument
-
         doc_class = document_class or dict
-        if not (issubclass(doc_class, (MutableMapping, RawBSONDocument))
-                or (isinstance(doc_class, type) and issubclass(doc_class, Mapping))):
-            raise TypeError("document_class must be dict, a MutableMapping subclass or RawBSONDocument")
+        # A generic alias (SON[str, Any], dict[str, Any]) is checked by its origin class.
+        check_class = getattr(doc_class, "__origin__", doc_class)
+        if not (isinstance(check_class, type) and (issubclass(check_class, MutableMapping)
+                                                   or getattr(check_class, "_type_marker", None) == 101)):
+            # The decoder fills document_class() item by item, so it must be mutable (or raw).
+            raise TypeError("document_class must be dict, bson.son.SON, bson.raw_bson.RawBSONDocument, "
+                            "or a subclass of collections.abc.MutableMapping")
         if not isinstance(tz_aware, bool):
             raise TypeError(f"tz_aware must be True or False, not {tz_aware!r}")
         if uuid_representation is None:
@@ -127,7 +134,8 @@ class CodecOptions(_CodecOptionsBase):
         if uuid_representation not in ALL_UUID_REPRESENTATIONS:
             raise ValueError("uuid_representation must be a value from UuidRepresentation")
         if not isinstance(unicode_decode_error_handler, str):
-            raise ValueError("unicode_decode_error_handler must be a string")
+            raise TypeError("unicode_decode_error_handler must be a string, "
+                            f"not {type(unicode_decode_error_handler).__name__}")
         if tzinfo is not None:
             if not isinstance(tzinfo, datetime.tzinfo):
                 raise TypeError("tzinfo must be an instance of datetime.tzinfo")
@@ -148,11 +156,16 @@ class CodecOptions(_CodecOptionsBase):
         return CodecOptions(**opts)
 
     def __repr__(self) -> str:
-        return (f"CodecOptions(document_class={self.document_class!r}, tz_aware={self.tz_aware!r}, "
+        return f"{type(self).__name__}({self._arguments_repr()})"
+
+    def _arguments_repr(self) -> str:
+        """The fields as ``name=value`` text, in PyMongo's format (``document_class=dict``)."""
+        document_class = "dict" if self.document_class is dict else repr(self.document_class)
+        return (f"document_class={document_class}, tz_aware={self.tz_aware!r}, "
                 f"uuid_representation={UUID_REPRESENTATION_NAMES[self.uuid_representation]}, "
                 f"unicode_decode_error_handler={self.unicode_decode_error_handler!r}, "
                 f"tzinfo={self.tzinfo!r}, type_registry={self.type_registry!r}, "
-                f"datetime_conversion={self.datetime_conversion!s})")
+                f"datetime_conversion={self.datetime_conversion!s}")
 
 
 DEFAULT_CODEC_OPTIONS = CodecOptions()

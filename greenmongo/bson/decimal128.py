@@ -24,6 +24,7 @@ import re
 import struct
 from typing import Any, Tuple, Union
 
+from greenmongo.bson.codec_options import TypeDecoder, TypeEncoder
 from greenmongo.errors import InvalidDocument
 
 __all__ = ["Decimal128", "create_decimal128_context"]
@@ -304,3 +305,28 @@ class Decimal128:
 
 _set_bid = Decimal128._bid.__set__  # type: ignore[attr-defined]
 _new = object.__new__
+
+
+class DecimalEncoder(TypeEncoder):
+    """A TypeEncoder writing ``decimal.Decimal`` as Decimal128::
+
+        CodecOptions(type_registry=TypeRegistry([DecimalEncoder()]))
+    """
+
+    @property
+    def python_type(self) -> type:
+        return decimal.Decimal
+
+    def transform_python(self, value: Any) -> Decimal128:
+        return Decimal128(value)
+
+
+class DecimalDecoder(TypeDecoder):
+    """A TypeDecoder reading Decimal128 as ``decimal.Decimal`` (pair it with DecimalEncoder)."""
+
+    @property
+    def bson_type(self) -> type:
+        return Decimal128
+
+    def transform_bson(self, value: Any) -> decimal.Decimal:
+        return value.to_decimal()

@@ -6,7 +6,6 @@ import datetime
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from greenmongo.bson.binary import UuidRepresentation
 from greenmongo.bson.codec_options import CodecOptions
 
 _UTC = datetime.timezone.utc
@@ -52,7 +51,7 @@ class JSONOptions(CodecOptions):
     CANONICAL, False in RELAXED). ``datetime_representation``: see
     :class:`DatetimeRepresentation` (forced NUMBERLONG in CANONICAL, ISO8601 in
     RELAXED). ``strict_uuid``: write a native ``uuid.UUID`` as ``$binary`` using
-    ``uuid_representation`` (default True); False writes ``{"$uuid": ...}``.
+    ``uuid_representation`` (default True, False in LEGACY); False writes ``{"$uuid": ...}``.
     ``document_class``, ``tz_aware``, ``tzinfo``, ``uuid_representation`` and
     ``datetime_conversion`` shape what ``loads`` returns, as they do for BSON.
     """
@@ -71,6 +70,8 @@ class JSONOptions(CodecOptions):
                                            DatetimeRepresentation.NUMBERLONG, DatetimeRepresentation.ISO8601):
             raise ValueError("datetime_representation must be one of LEGACY, NUMBERLONG or ISO8601 "
                              "from DatetimeRepresentation")
+        if kwargs.get("tz_aware") and "tzinfo" not in kwargs:
+            kwargs["tzinfo"] = _UTC  # PyMongo's JSONOptions names the zone tz-aware output uses
         self = super().__new__(cls, *args, **kwargs)
         self._json_arguments = (strict_number_long, datetime_representation, strict_uuid, json_mode)
         self.json_mode = json_mode
@@ -96,7 +97,7 @@ class JSONOptions(CodecOptions):
             self.strict_number_long = bool(strict_number_long)
             self.datetime_representation = (DatetimeRepresentation.LEGACY if datetime_representation is None
                                             else datetime_representation)
-            self.strict_uuid = True if strict_uuid is None else bool(strict_uuid)
+            self.strict_uuid = bool(strict_uuid)  # LEGACY writes {"$uuid": ...} unless asked (PyMongo's default)
         return self
 
     def _all_arguments(self) -> Dict[str, Any]:
@@ -129,18 +130,16 @@ class JSONOptions(CodecOptions):
         return tuple(getattr(self, name) for name in _JSON_FIELDS)
 
     def __repr__(self) -> str:
-        codec = CodecOptions.__repr__(self)[len("CodecOptions("):-1]
         return (f"JSONOptions(strict_number_long={self.strict_number_long!r}, "
                 f"datetime_representation={self.datetime_representation!r}, "
-                f"strict_uuid={self.strict_uuid!r}, json_mode={self.json_mode!r}, {codec})")
+                f"strict_uuid={self.strict_uuid!r}, json_mode={self.json_mode!r}, {self._arguments_repr()})")
 
 
 def _rebuild_json_options(arguments: Dict[str, Any]) -> JSONOptions:
     return JSONOptions(**arguments)
 
 
-LEGACY_JSON_OPTIONS = JSONOptions(json_mode=JSONMode.LEGACY,
-                                  uuid_representation=UuidRepresentation.PYTHON_LEGACY)
+LEGACY_JSON_OPTIONS = JSONOptions(json_mode=JSONMode.LEGACY)
 RELAXED_JSON_OPTIONS = JSONOptions(json_mode=JSONMode.RELAXED)
 CANONICAL_JSON_OPTIONS = JSONOptions(json_mode=JSONMode.CANONICAL)
 DEFAULT_JSON_OPTIONS = RELAXED_JSON_OPTIONS

@@ -15,11 +15,27 @@ object of ``loads`` is always a document, never a wrapper. Legacy input forms
 ``{"$date": <int>}``, the ``NaN``/``Infinity`` literals) are accepted only
 with ``json_mode=JSONMode.LEGACY``, as the spec requires.
 
+``dumps`` takes what PyMongo's does: any object with ``items()`` is written as
+a document and any other iterable but ``str``/``bytes`` (a cursor, a generator,
+a set, ``map``/``filter`` objects, dict views) as an array; a value that is
+neither and has no BSON equivalent is handed to ``json.dumps`` unchanged, so a
+``default=`` keyword argument (``dumps(doc, default=str)``) sees it.
+
 Errors: every malformed input makes ``loads`` raise ``ValueError`` (JSON
 syntax errors are its subclass ``json.JSONDecodeError``). ``dumps`` raises
-``TypeError`` for a value with no BSON equivalent, ``OverflowError`` for an
-int outside BSON's 64-bit range, and ``ValueError`` for a native
-``uuid.UUID`` under ``UuidRepresentation.UNSPECIFIED`` (as BSON encoding does).
+``TypeError`` for a value with no JSON form (from ``json.dumps``, unless its
+``default`` handles it), ``OverflowError`` for an int outside BSON's 64-bit
+range (outside LEGACY mode), and ``ValueError`` for a native ``uuid.UUID``
+with ``strict_uuid`` under ``UuidRepresentation.UNSPECIFIED`` (as BSON
+encoding does).
+
+Deliberate differences from PyMongo (the Extended JSON spec decides): ``$uuid``
+is written in the canonical hyphenated form; relaxed ``$date`` strings are
+normalised to UTC (``Z``); int32 bounds are exact in CANONICAL mode; non-finite
+doubles stay ``$numberDouble`` in LEGACY mode (PyMongo writes bare ``NaN``,
+which is not JSON); a ``bytearray``/``memoryview`` is written as ``$binary``
+(greenmongo's BSON encoder stores them as Binary; PyMongo writes a list of
+ints); a JSONOptions ``type_registry`` is honoured.
 """
 
 from __future__ import annotations
@@ -32,13 +48,21 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, Sequence, Tuple
 
-from greenmongo.bson.binary import (
+from greenmongo.bson.binary import (  # noqa: F401  (ALL_UUID_SUBTYPES, UUID_SUBTYPE: PyMongo's names here)
+    ALL_UUID_SUBTYPES,
+    UUID_SUBTYPE,
     Binary,
     BinaryVector,
     UuidRepresentation,
 )
 from greenmongo.bson.code import Code
-from greenmongo.bson.datetime_ms import DatetimeMS, datetime_to_millis
+from greenmongo.bson.codec_options import CodecOptions  # noqa: F401  (PyMongo's name here)
+from greenmongo.bson.datetime_ms import (  # noqa: F401  (DatetimeConversion, EPOCH_AWARE: PyMongo's names here)
+    EPOCH_AWARE,
+    DatetimeConversion,
+    DatetimeMS,
+    datetime_to_millis,
+)
 from greenmongo.bson.dbref import DBRef
 from greenmongo.bson.decimal128 import Decimal128
 from greenmongo.bson.deprecated import DBPointer, Symbol, Undefined
@@ -47,8 +71,7 @@ from greenmongo.bson.min_max import MaxKey, MinKey
 from greenmongo.bson.objectid import ObjectId
 from greenmongo.bson.regex import Regex, int_flags_to_str
 from greenmongo.bson.timestamp import Timestamp
-
-
+from greenmongo.bson.tz_util import utc  # noqa: F401  (PyMongo's name here)
 from greenmongo.bson.json_options import (  # noqa: F401  (re-exported)
     CANONICAL_JSON_OPTIONS,
     DEFAULT_JSON_OPTIONS,
@@ -67,12 +90,13 @@ from greenmongo.bson.json_options import (  # noqa: F401  (re-exported)
     _RE_TYPE,
     _UTC,
 )
+from greenmongo.bson.son import RE_TYPE  # noqa: F401  (PyMongo's name here)
 from greenmongo.bson.json_reader import _Reader, _reject_constant
 
 __all__ = [
     "JSONMode", "DatetimeRepresentation", "JSONOptions", "LEGACY_JSON_OPTIONS", "RELAXED_JSON_OPTIONS",
     "CANONICAL_JSON_OPTIONS", "DEFAULT_JSON_OPTIONS", "dumps", "loads", "object_hook", "object_pairs_hook",
-    "default",
+    "default", "get_size",
 ]
 
 
@@ -81,7 +105,11 @@ __all__ = [
 # =============================================================================
 
 def dumps(obj: Any, *args: Any, json_options: JSONOptions = DEFAULT_JSON_OPTIONS, **kwargs: Any) -> str:
-    """Extended JSON text for ``obj``; ``args``/``kwargs`` go to ``json.dumps`` (indent, sort_keys...)."""
+    """Extended JSON text for ``obj``; ``args``/``kwargs`` go to ``json.dumps`` (indent, default...).
+
+    Mappings (anything with ``items()``) become objects, other iterables arrays (see the module
+    docstring); a value with no BSON form reaches ``json.dumps`` (and its ``default``) unchanged.
+    """
     try:
         converted = _to_json(obj, json_options)
     except RecursionError:
@@ -92,13 +120,24 @@ def dumps(obj: Any, *args: Any, json_options: JSONOptions = DEFAULT_JSON_OPTIONS
 def default(obj: Any, json_options: JSONOptions = DEFAULT_JSON_OPTIONS) -> Any:
     """For ``json.dumps(default=...)``: the JSON-able form of one BSON value.
 
-    ``json`` never calls it for str/int subclasses (Code, Symbol, Int64), so
-    prefer :func:`dumps`, which handles every type.
+    Raises TypeError for anything that is not a BSON value (containers and other iterables
+    included, as PyMongo's does: ``json`` handles dicts and lists itself, and only
+    :func:`dumps` turns other iterables into arrays). ``json`` never calls it for str/int
+    subclasses (Code, Symbol, Int64), so prefer :func:`dumps`, which handles every type.
     """
-    return _to_json(obj, json_options)
+    converted = _value_to_json(obj, json_options)
+    if converted is _NOT_BSON:
+        raise TypeError(f"{obj!r} is not JSON serializable")
+    return converted
+
+
+_NOT_BSON: Any = object()
 
 
 def _to_json(obj: Any, opts: JSONOptions) -> Any:
+    """``obj`` as JSON-able structures: a BSON value by its type; else, as PyMongo's ``dumps`` does,
+    anything with ``items()`` as an object and any other iterable (not str/bytes) as an array; else
+    the registry's fallback encoder; else ``obj`` itself, for ``json.dumps`` to judge."""
     kind = type(obj)
     if kind is str or kind is bool or obj is None:
         return obj
@@ -106,6 +145,27 @@ def _to_json(obj: Any, opts: JSONOptions) -> Any:
         return {key: _to_json(value, opts) for key, value in obj.items()}
     if kind is list or kind is tuple:
         return [_to_json(value, opts) for value in obj]
+    converter = _CONVERTERS.get(kind)
+    if converter is not None:
+        return converter(obj, opts)
+    converted = _value_to_json(obj, opts)
+    if converted is not _NOT_BSON:
+        return converted
+    if hasattr(obj, "items"):
+        return {key: _to_json(value, opts) for key, value in obj.items()}
+    if hasattr(obj, "__iter__") and not isinstance(obj, (str, bytes)):
+        return [_to_json(value, opts) for value in obj]
+    fallback = opts.type_registry._fallback_encoder
+    if fallback is not None:
+        return _to_json(fallback(obj), opts)
+    return obj  # json.dumps's own rules (and its ``default``) decide
+
+
+def _value_to_json(obj: Any, opts: JSONOptions) -> Any:
+    """The JSON form of one BSON value, or ``_NOT_BSON``."""
+    kind = type(obj)
+    if kind is str or kind is bool or obj is None:
+        return obj
     converter = _CONVERTERS.get(kind)
     if converter is not None:
         return converter(obj, opts)
@@ -121,17 +181,11 @@ def _to_json(obj: Any, opts: JSONOptions) -> Any:
     for base, converter in _ISINSTANCE_CONVERTERS:
         if isinstance(obj, base):
             return converter(obj, opts)
-    if registry._fallback_encoder is not None:
-        return _to_json(registry._fallback_encoder(obj), opts)
-    raise TypeError(f"Object of type {kind.__name__} has no Extended JSON (BSON) representation: {obj!r}")
+    return _NOT_BSON
 
 
 def _mapping_to_json(obj: Mapping, opts: JSONOptions) -> dict:
     return {key: _to_json(value, opts) for key, value in obj.items()}
-
-
-def _sequence_to_json(obj: Sequence, opts: JSONOptions) -> list:
-    return [_to_json(value, opts) for value in obj]
 
 
 def _int_to_json(obj: int, opts: JSONOptions) -> Any:
@@ -289,8 +343,62 @@ _ISINSTANCE_CONVERTERS: Tuple[Tuple[type, Callable[[Any, JSONOptions], Any]], ..
     (bool, lambda obj, opts: bool(obj)), (int, _int_to_json), (float, _float_to_json),
     (str, lambda obj, opts: str(obj)), (bytes, _bytes_to_json), (bytearray, _bytes_to_json),
     (memoryview, _bytes_to_json), (datetime.datetime, _datetime_to_json), (uuid.UUID, _uuid_to_json),
-    (Mapping, _mapping_to_json), (list, _sequence_to_json), (tuple, _sequence_to_json),
 )
+
+
+# =============================================================================
+# Size estimate (PyMongo's ``get_size``, for truncating logged documents)
+# =============================================================================
+
+# Approximate relaxed Extended JSON lengths of the fixed-size values.
+_FIXED_SIZES: Dict[type, int] = {
+    ObjectId: 36, bool: 5, type(None): 4, datetime.datetime: 36, Timestamp: 45, MinKey: 14, MaxKey: 14,
+    uuid.UUID: 80, DatetimeMS: 36, Undefined: 18,
+}
+
+
+def get_size(obj: Any, max_size: int, current_size: int = 0) -> int:
+    """``current_size`` plus an estimate of ``obj``'s Extended JSON length, cut short at ``max_size``.
+
+    An estimate, cheap enough to decide whether a logged document needs truncating: containers add
+    their keys and values one by one and stop as soon as the total reaches ``max_size`` (so a huge
+    or endless iterable costs no more than ``max_size`` allows). The numbers are greenmongo's own,
+    not PyMongo's.
+    """
+    if current_size >= max_size:
+        return current_size
+    kind = type(obj)
+    fixed = _FIXED_SIZES.get(kind)
+    if fixed is not None:
+        return current_size + fixed
+    if isinstance(obj, Code):  # before str: a Code is a str
+        size = current_size + len(obj) + 12
+        return size if obj.scope is None else get_size(obj.scope, max_size, size + 10)
+    if isinstance(obj, (str, Symbol)):
+        return current_size + len(obj) + 2
+    if isinstance(obj, (int, float, Decimal128)):
+        return current_size + len(str(obj)) + (22 if kind is Decimal128 else 0)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return current_size + 4 * ((len(obj) + 2) // 3) + 40
+    if isinstance(obj, (Regex, _RE_TYPE)):
+        return current_size + len(obj.pattern) + 50
+    if isinstance(obj, DBRef):
+        return get_size(obj.as_doc(), max_size, current_size)
+    if hasattr(obj, "items"):
+        size = current_size + 2
+        for key, value in obj.items():
+            size = get_size(value, max_size, size + len(str(key)) + 4)
+            if size >= max_size:
+                break
+        return size
+    if hasattr(obj, "__iter__"):
+        size = current_size + 2
+        for value in obj:
+            size = get_size(value, max_size, size + 2)
+            if size >= max_size:
+                break
+        return size
+    return current_size + len(repr(obj))
 
 
 # =============================================================================

@@ -10,6 +10,7 @@ import time
 from random import SystemRandom
 from typing import Any, Optional, Union
 
+from greenmongo.bson.tz_util import utc  # noqa: F401  (PyMongo's name here)
 from greenmongo.errors import InvalidId
 
 _PACK_TIME = struct.Struct(">I").pack

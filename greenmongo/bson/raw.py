@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.errors import InvalidBSON
 
 
@@ -18,14 +19,16 @@ class RawBSONDocument(Mapping[str, Any]):
     _type_marker = 101
 
     def __init__(self, bson_bytes: bytes, codec_options: Any | None = None) -> None:
-        from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
-
         if codec_options is None:
-            codec_options = DEFAULT_CODEC_OPTIONS.with_options(document_class=RawBSONDocument)
+            codec_options = DEFAULT_RAW_BSON_OPTIONS
         elif not isinstance(codec_options, CodecOptions):
             raise TypeError("codec_options must be a CodecOptions")
-        elif codec_options.document_class is not type(self):
-            codec_options = codec_options.with_options(document_class=type(self))
+        elif not (isinstance(codec_options.document_class, type)
+                  and issubclass(codec_options.document_class, RawBSONDocument)):
+            # Nested documents decode as document_class: anything but a RawBSONDocument would
+            # silently stop being raw one level down (PyMongo refuses this too).
+            raise TypeError(f"RawBSONDocument cannot use CodecOptions with document class "
+                            f"{codec_options.document_class}")
         self.__raw = bytes(bson_bytes)
         self.__inflated: dict | None = None
         self.__codec_options = codec_options
@@ -51,8 +54,8 @@ class RawBSONDocument(Mapping[str, Any]):
                 raise InvalidBSON(str(exc)) from None
         return self.__inflated
 
-    def __getitem__(self, key: str) -> Any:
-        return self.__inflate()[key]
+    def __getitem__(self, item: str) -> Any:
+        return self.__inflate()[item]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.__inflate())
@@ -67,5 +70,14 @@ class RawBSONDocument(Mapping[str, Any]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> Any:
+        """Pickles as its bytes and options; the inflated cache is rebuilt on demand."""
+        return type(self), (self.__raw, self.__codec_options)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.__raw!r}, codec_options={self.__codec_options!r})"
+
+
+#: The CodecOptions a RawBSONDocument uses when given none: the defaults, with RawBSONDocument
+#: as the document class (so nested documents stay raw).
+DEFAULT_RAW_BSON_OPTIONS: CodecOptions = DEFAULT_CODEC_OPTIONS.with_options(document_class=RawBSONDocument)
