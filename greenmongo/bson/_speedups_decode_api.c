@@ -221,10 +221,12 @@ static PyObject *as_bytes(PyObject *data) {
         Py_INCREF(data);
         return data;
     }
-    if (PyByteArray_Check(data) || PyMemoryView_Check(data)) return PyObject_CallOneArg((PyObject *)&PyBytes_Type, data);
+    /* Any buffer (bytearray, memoryview, mmap, array.array): copied, so decoding sees fixed bytes. */
+    if (PyObject_CheckBuffer(data)) return PyObject_CallOneArg((PyObject *)&PyBytes_Type, data);
     PyObject *type_name = PyObject_GetAttrString((PyObject *)Py_TYPE(data), "__name__");
     if (type_name != NULL) {
-        PyErr_Format(PyExc_TypeError, "BSON data must be bytes, bytearray or memoryview, not %S", type_name);
+        PyErr_Format(PyExc_TypeError, "BSON data must be a bytes-like object (bytes, bytearray, memoryview, mmap, "
+                     "array), not %S", type_name);
         Py_DECREF(type_name);
     }
     return NULL;

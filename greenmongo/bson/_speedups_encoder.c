@@ -740,6 +740,21 @@ PyObject *gm_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyO
         Py_XDECREF(tb);
         gm_raise_from_none(PyExc_OverflowError, message);
     }
+    if (PyErr_ExceptionMatches(S.InvalidDocument)) { /* codec.py: InvalidDocument.document is the document */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (value != NULL) {
+            PyObject *current = PyObject_GetAttrString(value, "_document");
+            if (current == NULL) {
+                PyErr_Clear();
+            } else {
+                if (current == Py_None && PyObject_SetAttrString(value, "_document", a[0]) < 0) PyErr_Clear();
+                Py_DECREF(current);
+            }
+        }
+        PyErr_Restore(type, value, tb);
+    }
     return NULL;
 }
 

@@ -1,14 +1,18 @@
-"""Public BSON entry points: encode, decode, decode_all, decode_iter, decode_file_iter, is_valid.
+"""Public BSON entry points: encode, decode, decode_all, decode_iter, decode_file_iter, is_valid,
+plus the rest of PyMongo's top-level ``bson`` API (the ``BSON`` bytes class, the element type
+bytes ``BSONNUM``..., ``gen_list_name``, ``get_data_and_view``).
 
 The work happens in ``encoder`` and ``decoder``; this module checks arguments and turns every
-internal decoding failure into ``InvalidBSON``.
+internal decoding failure into ``InvalidBSON``. Every entry point reads any bytes-like buffer
+(bytes, bytearray, memoryview, mmap, array), as PyMongo's do.
 """
 
 from __future__ import annotations
 
+import itertools
 import struct
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
@@ -21,17 +25,57 @@ from greenmongo.errors import InvalidBSON, InvalidDocument
 
 _UNPACK_INT_FROM = struct.Struct("<i").unpack_from
 
-__all__ = ["BUILTIN_ENCODED_TYPES", "MAX_NESTING_DEPTH", "decode", "decode_all", "decode_file_iter",
-           "decode_iter", "encode", "has_c", "is_valid"]
+__all__ = ["BSON", "BSONARR", "BSONBIN", "BSONBOO", "BSONCOD", "BSONCWS", "BSONDAT", "BSONDEC", "BSONINT",
+           "BSONLON", "BSONMAX", "BSONMIN", "BSONNUL", "BSONNUM", "BSONOBJ", "BSONOID", "BSONREF", "BSONRGX",
+           "BSONSTR", "BSONSYM", "BSONTIM", "BSONUND", "BUILTIN_ENCODED_TYPES", "MAX_NESTING_DEPTH", "decode",
+           "decode_all", "decode_file_iter", "decode_iter", "encode", "gen_list_name", "get_data_and_view",
+           "has_c", "is_valid"]
 
+# The element type bytes, under PyMongo's names.
+BSONNUM = b"\x01"  # double
+BSONSTR = b"\x02"  # string
+BSONOBJ = b"\x03"  # embedded document
+BSONARR = b"\x04"  # array
+BSONBIN = b"\x05"  # binary
+BSONUND = b"\x06"  # undefined (deprecated)
+BSONOID = b"\x07"  # ObjectId
+BSONBOO = b"\x08"  # boolean
+BSONDAT = b"\x09"  # UTC datetime
+BSONNUL = b"\x0a"  # null
+BSONRGX = b"\x0b"  # regular expression
+BSONREF = b"\x0c"  # DBPointer (deprecated)
+BSONCOD = b"\x0d"  # JavaScript code
+BSONSYM = b"\x0e"  # symbol (deprecated)
+BSONCWS = b"\x0f"  # JavaScript code with scope (deprecated)
+BSONINT = b"\x10"  # int32
+BSONTIM = b"\x11"  # Timestamp
+BSONLON = b"\x12"  # int64
+BSONDEC = b"\x13"  # Decimal128
+BSONMIN = b"\xff"  # MinKey
+BSONMAX = b"\x7f"  # MaxKey
 
 
 def _as_bytes(data: Any) -> bytes:
     if isinstance(data, bytes):
         return data
-    if isinstance(data, (bytearray, memoryview)):
-        return bytes(data)
-    raise TypeError(f"BSON data must be bytes, bytearray or memoryview, not {type(data).__name__}")
+    try:
+        return bytes(memoryview(data))  # any buffer; copied, so decoding sees fixed bytes
+    except TypeError:
+        raise TypeError("BSON data must be a bytes-like object (bytes, bytearray, memoryview, mmap, array), "
+                        f"not {type(data).__name__}") from None
+
+
+def get_data_and_view(data: Any) -> tuple[Any, memoryview]:
+    """``(data, memoryview(data))``; a buffer other than bytes/bytearray is copied to bytes first."""
+    if not isinstance(data, (bytes, bytearray)):
+        data = memoryview(data).tobytes()
+    return data, memoryview(data)
+
+
+def gen_list_name() -> Iterator[bytes]:
+    """The element names of a BSON array, as encoded cstrings: ``b"0\\x00"``, ``b"1\\x00"``, ... forever."""
+    for index in itertools.count():
+        yield b"%d\x00" % index
 
 
 def _check_options(codec_options: Any) -> CodecOptions:
@@ -123,20 +167,40 @@ def encode(document: Any, check_keys: bool = False, codec_options: CodecOptions 
     try:
         return encode_document(document, check_keys, opts)
     except RecursionError:
-        raise InvalidDocument("document nests too deeply to encode (a reference cycle?)") from None
+        raise InvalidDocument("document nests too deeply to encode (a reference cycle?)", document) from None
+    except InvalidDocument as exc:  # PyMongo's InvalidDocument.document: the document being encoded
+        if exc.document is None:
+            exc._document = document
+        raise
     except struct.error as exc:  # an Int64 (or subclass) outside 64 bits
         raise OverflowError(f"BSON can only handle up to 8-byte ints: {exc}") from None
 
 
-def is_valid(data: Any) -> bool:
-    """True if ``data`` is exactly one valid BSON document."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError("BSON data must be bytes, bytearray or memoryview")
+def is_valid(bson: Any) -> bool:
+    """True if ``bson`` (any bytes-like buffer) is exactly one valid BSON document."""
     try:
-        decode(data)
+        memoryview(bson)
+    except TypeError:
+        raise TypeError(f"BSON data must be a bytes-like object, not {type(bson).__name__}") from None
+    try:
+        decode(bson)
         return True
     except InvalidBSON:
         return False
+
+
+class BSON(bytes):
+    """Encoded BSON as a ``bytes`` subclass: PyMongo's older API. ``encode``/``decode`` are faster."""
+
+    @classmethod
+    def encode(cls, document: Mapping[str, Any], check_keys: bool = False,
+               codec_options: CodecOptions = DEFAULT_CODEC_OPTIONS) -> BSON:
+        """``document`` encoded, as an instance of this class."""
+        return cls(encode(document, check_keys, codec_options))
+
+    def decode(self, codec_options: CodecOptions = DEFAULT_CODEC_OPTIONS) -> Any:  # type: ignore[override]
+        """The document these bytes hold (``bytes.decode``'s text decoding does not apply)."""
+        return decode(self, codec_options)
 
 
 def has_c() -> bool:
