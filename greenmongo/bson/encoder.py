@@ -256,8 +256,8 @@ def _enc_binary(name: bytes, value: Binary, *_: Any) -> bytes:
 
 def _enc_uuid(name: bytes, value: uuid.UUID, check_keys: bool, opts: CodecOptions, depth: int) -> bytes:
     representation = opts.uuid_representation
-    if representation == UuidRepresentation.UNSPECIFIED:
-        raise InvalidDocument(
+    if representation == UuidRepresentation.UNSPECIFIED:  # ValueError, as PyMongo raises
+        raise ValueError(
             "cannot encode a native uuid.UUID with UuidRepresentation.UNSPECIFIED: set uuid_representation "
             "in CodecOptions (or uuidRepresentation in the URI), or wrap it with Binary.from_uuid()")
     return _enc_binary(name, Binary.from_uuid(value, representation))

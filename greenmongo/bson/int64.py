@@ -10,6 +10,10 @@ class Int64(int):
     def __repr__(self) -> str:
         return f"Int64({int(self)})"
 
+    # str() and format() give the number, as for an int (and PyMongo's Int64): only repr names the type.
+    __str__ = int.__repr__
+    __format__ = int.__format__
+
     def __getstate__(self) -> int:
         return int(self)
 
