@@ -201,6 +201,27 @@ def test_every_public_name_exists(pm: ModuleType) -> None:
     assert wrong_value == []
 
 
+def test_every_class_attribute_exists(pm: ModuleType) -> None:
+    """Public methods, properties and class constants of PyMongo's classes (and their bson bases)."""
+    missing, checked = [], 0  # (this is what finds a missing property such as InvalidDocument.document)
+    for label, pmod, gmod in _module_pairs(pm):
+        for name in sorted(_public_names(pmod)):
+            theirs, mine = getattr(pmod, name), getattr(gmod, name, None)
+            if not inspect.isclass(theirs) or _stdlib_import(name, theirs) or mine is None:
+                continue
+            for klass in theirs.__mro__:
+                if not klass.__module__.startswith("bson"):
+                    continue
+                for attr in vars(klass):
+                    if attr.startswith("_"):  # protocols (pickling, copying) are checked by behaviour below
+                        continue
+                    checked += 1
+                    if not hasattr(mine, attr):
+                        missing.append(f"{label}.{name}.{attr}")
+    assert checked > 150
+    assert sorted(set(missing)) == []
+
+
 def test_all_lists_match(pm: ModuleType) -> None:
     for label, pmod, gmod in _module_pairs(pm):
         if hasattr(pmod, "__all__"):
@@ -978,6 +999,12 @@ def test_timestamp_objectid_and_keys(pm: ModuleType) -> None:
     assert importlib.import_module("greenmongo.bson.objectid").utc is utc
 
 
+def test_dbref_as_doc_is_a_son(pm: ModuleType) -> None:
+    doc = gbson.DBRef("c", 1, "d", x=2).as_doc()
+    assert isinstance(doc, SON) and repr(doc) == repr(pm.DBRef("c", 1, "d", x=2).as_doc())
+    assert gbson.encode({"r": gbson.DBRef("c", 1, x=2)}) == pm.encode({"r": pm.DBRef("c", 1, x=2)})
+
+
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 def test_every_type_pickles(protocol: int) -> None:
     values = [gbson.MinKey(), gbson.MaxKey(), gbson.Int64(5), gbson.Timestamp(1, 2), gbson.ObjectId(),
@@ -999,3 +1026,31 @@ def test_decode_file_iter_and_typings() -> None:
     from greenmongo.bson import typings
 
     assert typings._DocumentType.__bound__ is not None and typing.get_origin(typings._ReadableBuffer) is typing.Union
+
+
+def test_pymongo_import_paths_under_install_as_pymongo() -> None:
+    """In a fresh interpreter (the finder changes process-wide imports): PyMongo-style imports work."""
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent("""
+        import greenmongo
+        greenmongo.install_as_pymongo()
+        import bson, bson.son, bson.raw_bson, bson.tz_util, bson.typings, bson.min_key, bson.max_key
+        from bson import SON, BSON, json_util
+        from bson.errors import InvalidId, InvalidDocument
+        from bson.raw_bson import RawBSONDocument, DEFAULT_RAW_BSON_OPTIONS
+        from bson.tz_util import utc, FixedOffset
+        from bson.typings import _DocumentType
+        import greenmongo.bson
+        assert bson.errors.InvalidBSON is greenmongo.errors.InvalidBSON
+        assert bson.son.SON is SON is greenmongo.bson.son.SON
+        data = BSON.encode(SON([("b", 1), ("a", 2)]))
+        assert list(data.decode(bson.CodecOptions(document_class=SON))) == ["b", "a"]
+        assert json_util.dumps(x * 2 for x in range(3)) == "[0, 2, 4]"
+        assert RawBSONDocument(data, DEFAULT_RAW_BSON_OPTIONS)["a"] == 2
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

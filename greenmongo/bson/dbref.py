@@ -6,7 +6,7 @@ from copy import deepcopy
 from typing import Any, Mapping, Optional
 
 from greenmongo.bson._slots import getstate_slots, setstate_slots
-from greenmongo.bson.son import SON  # noqa: F401  (PyMongo's name here)
+from greenmongo.bson.son import SON
 
 
 class DBRef:
@@ -49,9 +49,9 @@ class DBRef:
         except (KeyError, AttributeError):  # AttributeError: not initialised yet (being unpickled)
             raise AttributeError(key) from None
 
-    def as_doc(self) -> dict:
-        """The document form: $ref, $id, then $db, then the extra fields (the spec's order)."""
-        doc = {"$ref": self.collection, "$id": self.id}
+    def as_doc(self) -> SON:
+        """The document form, a SON as PyMongo's: $ref, $id, then $db, then the extra fields (the spec's order)."""
+        doc = SON([("$ref", self.collection), ("$id", self.id)])
         if self.database is not None:
             doc["$db"] = self.database
         doc.update(self.__kwargs)
