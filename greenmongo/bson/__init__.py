@@ -5,14 +5,18 @@ module and name of PyMongo 4.20's ``bson`` package is here too (``install_as_pym
 this package as ``bson``), some as thin modules re-exporting greenmongo's own: ``bson.errors``
 (greenmongo.errors), ``bson.raw_bson`` (raw), ``bson.min_key``/``bson.max_key`` (min_max).
 
-Deliberate differences from PyMongo's ``bson`` (tests/test_bson_public_api.py keeps the list):
+Deliberate differences from PyMongo's ``bson`` (the full list, each with its reason and a test:
+``DELIBERATE_DIFFERENCES`` in tests/test_bson_public_api.py), chiefly:
 
 - the deprecated types decode to their own classes (``Symbol``, ``DBPointer``, ``UNDEFINED``) and
   re-encode byte for byte; PyMongo decodes them lossily (str, DBRef, None);
-- UUIDs follow the Binary UUID spec: with ``UuidRepresentation.UNSPECIFIED`` a native
-  ``uuid.UUID`` is refused and subtypes 3/4 decode as ``Binary``;
 - ``BSONError`` derives from ``PyMongoError`` (greenmongo has one exception hierarchy);
-- ``tz_util.utc`` is ``datetime.timezone.utc``, the tzinfo decoded datetimes carry.
+- ``tz_util.utc`` is ``datetime.timezone.utc``, the tzinfo decoded datetimes carry;
+- Extended JSON writes ``$uuid`` in the spec's hyphenated form, ``$date`` strings in UTC and never
+  a bare ``NaN`` (which is not JSON).
+
+UUIDs follow the Binary UUID spec, as PyMongo 4 does: under ``UuidRepresentation.UNSPECIFIED`` a
+native ``uuid.UUID`` is refused (ValueError) and subtypes 3/4 decode as ``Binary``.
 """
 
 from __future__ import annotations

@@ -29,13 +29,13 @@ range (outside LEGACY mode), and ``ValueError`` for a native ``uuid.UUID``
 with ``strict_uuid`` under ``UuidRepresentation.UNSPECIFIED`` (as BSON
 encoding does).
 
-Deliberate differences from PyMongo (the Extended JSON spec decides): ``$uuid``
-is written in the canonical hyphenated form; relaxed ``$date`` strings are
-normalised to UTC (``Z``); int32 bounds are exact in CANONICAL mode; non-finite
-doubles stay ``$numberDouble`` in LEGACY mode (PyMongo writes bare ``NaN``,
-which is not JSON); a ``bytearray``/``memoryview`` is written as ``$binary``
-(greenmongo's BSON encoder stores them as Binary; PyMongo writes a list of
-ints); a JSONOptions ``type_registry`` is honoured.
+Deliberate differences from PyMongo: ``$uuid`` is written in the spec's
+hyphenated form; relaxed ``$date`` strings are normalised to UTC (``Z``); an
+int outside 64 bits is an OverflowError outside LEGACY mode; non-finite doubles
+stay ``$numberDouble`` in LEGACY mode (PyMongo writes bare ``NaN``, which is not
+JSON); a ``bytearray``/``memoryview`` is written as ``$binary`` (greenmongo's
+BSON encoder stores them as Binary; PyMongo writes a list of ints); a
+JSONOptions ``type_registry`` is honoured.
 """
 
 from __future__ import annotations
