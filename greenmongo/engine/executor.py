@@ -19,24 +19,19 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from greenmongo.engine.protocols import ClusterTimeSource, ServerSelector, SessionSource
 from greenmongo.engine.retry import (
-    MAX_OVERLOAD_RETRIES,
-    RETRY_TOKEN_RETURN_RATE,
-    RETRYABLE_ERROR,
-    SYSTEM_OVERLOADED_ERROR,
     RetryBudget,
+    RetryMode,
+    RetryState,
+    WriteAttempt,
     add_retryable_write_label,
-    error_after_retry,
-    is_retryable_read_error,
-    is_retryable_write_error,
-    overload_backoff,
-    unsupported_retryable_writes_error,
+    retry_mode,
 )
 from greenmongo.engine.session_state import SessionState
 from greenmongo.engine.transaction import (
     TRANSIENT_TRANSACTION_ERROR,
     UNKNOWN_COMMIT_RESULT,
+    Transaction,
     label_commit_error,
-    label_statement_error,
 )
 from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure, has_error_label
 from greenmongo.hub.waiting import sleep
@@ -144,84 +139,47 @@ class Executor:
                     session.transaction.unpin()
             raise
 
-    def _with_retries(self, operation: Operation, address: Any, read_preference: Any, holder: "_SessionHolder",
-                      transaction: Any) -> Any:
-        """Run ``operation``, retrying as the Retryable Reads/Writes and Client Backpressure specs allow.
-
-        Classic retries: one, after a retryable read error (reads) or an error labelled
-        RetryableWriteError (writes with a txnNumber; commit/abort). Overload retries: errors labelled
-        both RetryableError and SystemOverloadedError, for any operation the client's retryReads /
-        retryWrites allow, up to ``MAX_OVERLOAD_RETRIES`` with jittered backoff, each paid from the
-        client's token bucket. Statements in a transaction get only overload retries.
-        """
-        classic = None
-        if transaction is None:
-            if operation.ends_transaction:
-                classic = "write"
-            elif address is None and operation.retryable:
-                if operation.is_write and self._retry_writes:
-                    classic = "write"
-                elif operation.is_read and self._retry_reads:
-                    classic = "read"
-        holder.retryable_write = classic == "write"
-        tried: list = []
-        attempt = 0
-        overloaded = False
-        reached: Optional[BaseException] = None  # the last error that came from a server (raised after a retry)
+    def _with_retries(self, operation: Operation[Any], address: Optional[Address], read_preference: Any,
+                      holder: "_SessionHolder", transaction: Optional[Transaction]) -> Any:
+        """Run ``operation``, retrying as ``retry.RetryState`` decides (Retryable Reads/Writes,
+        Transactions and Client Backpressure specs); this loop only applies its decisions."""
+        mode = retry_mode(is_read=operation.is_read, is_write=operation.is_write, retryable=operation.retryable,
+                          ends_transaction=operation.ends_transaction, pinned=address is not None,
+                          in_transaction=transaction is not None, retry_reads=self._retry_reads,
+                          retry_writes=self._retry_writes)
+        retries = RetryState(mode, overload_allowed=self._overload_retries_allowed(operation),
+                             budget=self._retry_budget, in_transaction=transaction is not None)
+        holder.retryable_write = mode is RetryMode.WRITE or mode is RetryMode.END_TRANSACTION
+        tried: list[Address] = []
         while True:
             starting = transaction is not None and transaction.starting
             try:
                 result = self._attempt(operation, address, read_preference,
-                                       self._deprioritized(tried) if attempt else (), holder, tried)
+                                       self._deprioritized(tried) if retries.retrying else (), holder, tried)
             except _RetryNotPossible:
-                assert reached is not None
-                raise reached from None
+                raise retries.retry_not_possible() from None
             except Exception as exc:
-                if transaction is not None:
-                    label_statement_error(exc)
-                    if has_error_label(exc, TRANSIENT_TRANSACTION_ERROR):
-                        transaction.unpin()
-                overload = has_error_label(exc, SYSTEM_OVERLOADED_ERROR)
-                if attempt and not overload:
-                    self._retry_budget.deposit(1)  # a healthy server answered the retry
-                reached = exc if reached is None else error_after_retry(reached, exc)
-                if classic == "read":
-                    retryable = is_retryable_read_error(exc)
-                elif classic == "write":
-                    # Retried if it went out with a txnNumber, or failed before anything was sent (a
-                    # cleared pool, a failed connect) on a server that takes retryable writes.
-                    retryable = ((holder.txn_number is not None or operation.ends_transaction
-                                  or (holder.write_retry_supported and not holder.sent))
-                                 and is_retryable_write_error(exc))
-                else:
-                    retryable = False
-                overload_retryable = (overload and has_error_label(exc, RETRYABLE_ERROR)
-                                      and self._overload_retries_allowed(operation))
-                overloaded = overloaded or overload
-                limit = MAX_OVERLOAD_RETRIES if overloaded else 1
-                if not (retryable or overload_retryable) or attempt >= limit or (
-                        overload and not self._retry_budget.consume(1)):
-                    if attempt == 0:
-                        replacement = unsupported_retryable_writes_error(exc) if classic == "write" else None
-                        if replacement is not None:
-                            raise replacement from exc
+                decision = retries.after_error(
+                    exc, write=WriteAttempt(holder.txn_number is not None, holder.write_retry_supported, holder.sent),
+                    starting=starting, jitter=random.random())
+                if decision.unpin and holder.explicit is not None:
+                    holder.explicit.transaction.unpin()
+                if not decision.retry:
+                    if decision.error is exc:
                         raise
-                    if reached is not exc:
-                        raise reached from None  # the retry never reached a server, or wrote nothing
-                    raise
-                attempt += 1
-                if overload:
-                    sleep(overload_backoff(attempt, random.random()))
+                    raise decision.error from (exc if decision.chain else None)  # type: ignore[misc]
+                if decision.backoff:
+                    sleep(decision.backoff)
                 holder.retrying = True
                 if operation.ends_transaction:
-                    holder.explicit.transaction.unpin()  # the retry selects a server afresh
-                    address = None
-                    if retryable:  # the spec's commit retry (w: majority); an overload retry resends as is
+                    address = None  # the retry selects a server afresh
+                    if decision.commit_retry:
                         operation.for_retry()  # type: ignore[attr-defined]
-                if starting:
-                    transaction.resend_first_statement()  # the retried first statement starts it
+                if decision.restart_transaction:
+                    assert transaction is not None
+                    transaction.resend_first_statement()
                 continue
-            self._retry_budget.deposit(RETRY_TOKEN_RETURN_RATE + (1 if attempt else 0))
+            retries.succeeded()
             return result
 
     def _overload_retries_allowed(self, operation: Operation) -> bool:

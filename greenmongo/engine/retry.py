@@ -1,14 +1,17 @@
-"""Retry rules (Retryable Reads, Retryable Writes and Client Backpressure specs): which errors are
-retried, which labels the driver adds, which of two errors the user sees, and the overload retry
-budget and backoff.
+"""Retry rules (Retryable Reads, Retryable Writes, Transactions and Client Backpressure specs).
 
-Pure functions over errors and server descriptions; the executor applies them around its one
-``_attempt``.
+Pure: functions over errors and server descriptions (which errors are retried, which labels the
+driver adds, which of two errors the user sees) and ``RetryState``, the one decision the executor
+asks after every failed attempt: retry or not, after what backoff, which error to raise, whether to
+unpin the transaction or restart its first statement. The executor only applies the decision around
+its one ``_attempt``, as the Go driver's operation.go applies its RetryMode.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+import enum
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Protocol
 
 from greenmongo.errors import (
     BulkWriteError,
@@ -23,6 +26,7 @@ from greenmongo.errors import (
     WriteConcernError,
     has_error_label,
 )
+from greenmongo.engine.transaction import TRANSIENT_TRANSACTION_ERROR, label_statement_error
 from greenmongo.sdam.server_type import ServerType
 
 RETRYABLE_WRITE_ERROR = "RetryableWriteError"
@@ -164,3 +168,159 @@ def _code_of(details: Any) -> Optional[int]:
         code = details.get("code")
         return code if isinstance(code, int) else None
     return None
+
+
+# -- the decision after a failed attempt ---------------------------------------------------------
+
+class RetryMode(enum.Enum):
+    """Which classic retry rules an operation runs under (Go's RetryMode)."""
+
+    #: No classic retry: retryReads/retryWrites off, a pinned getMore/killCursors, a statement inside a
+    #: transaction, or an operation that is not retryable. Overload retries may still apply.
+    NONE = "none"
+    READ = "read"
+    WRITE = "write"
+    #: commitTransaction/abortTransaction: always retried once (a retried commit sends w: majority).
+    END_TRANSACTION = "end_transaction"
+
+
+def retry_mode(*, is_read: bool, is_write: bool, retryable: bool, ends_transaction: bool, pinned: bool,
+               in_transaction: bool, retry_reads: bool, retry_writes: bool) -> RetryMode:
+    """The mode an operation runs under, from what it is and the client's retryReads/retryWrites."""
+    if in_transaction:
+        return RetryMode.NONE
+    if ends_transaction:
+        return RetryMode.END_TRANSACTION
+    if pinned or not retryable:
+        return RetryMode.NONE
+    if is_write and retry_writes:
+        return RetryMode.WRITE
+    if is_read and retry_reads:
+        return RetryMode.READ
+    return RetryMode.NONE
+
+
+class Deadline(Protocol):
+    """An operation's time budget (CSOT): retries and backoffs stay inside it."""
+
+    def remaining(self) -> Optional[float]: ...
+
+
+@dataclass(frozen=True)
+class WriteAttempt:
+    """What the executor knows of a retryable write's attempt when it failed."""
+
+    #: The write went out with a txnNumber (the server can recognise its retry).
+    has_txn_number: bool = False
+    #: The selected server takes retryable writes and the write is acknowledged.
+    retry_supported: bool = False
+    #: Something reached the wire (False: a cleared pool, a failed connect, before sending).
+    sent: bool = True
+
+
+@dataclass(frozen=True)
+class RetryDecision:
+    """What to do after a failed attempt."""
+
+    retry: bool
+    #: When not retrying: the error to raise (``is`` the attempt's error, or the first attempt's, or a
+    #: replacement that names the problem).
+    error: Optional[BaseException] = None
+    #: Raise ``error`` chained to the attempt's error (a replacement) instead of bare.
+    chain: bool = False
+    #: Seconds to wait before the retry (overload backoff).
+    backoff: float = 0.0
+    #: The transaction's pinned server is no longer trusted (a transient error, a commit/abort retry).
+    unpin: bool = False
+    #: The failed statement was the transaction's first: the retry must start it again.
+    restart_transaction: bool = False
+    #: A classic retry of commitTransaction: send it with w: majority.
+    commit_retry: bool = False
+
+
+class RetryState:
+    """The retry state of one operation: fed every failure, it decides; it never sleeps or sends.
+
+    Classic retries: one, after a retryable read error (READ) or an error labelled
+    RetryableWriteError (WRITE: sent with a txnNumber, or failed before anything was sent on a
+    server that takes retryable writes; END_TRANSACTION: always). Overload retries (Client
+    Backpressure): errors labelled both RetryableError and SystemOverloadedError, when
+    ``overload_allowed``, up to ``MAX_OVERLOAD_RETRIES`` with jittered backoff, each paid from the
+    client's token bucket. Statements inside a transaction (mode NONE, ``in_transaction``) get only
+    overload retries; their network errors gain TransientTransactionError.
+    """
+
+    __slots__ = ("mode", "overload_allowed", "budget", "in_transaction", "attempt", "overloaded", "reached")
+
+    def __init__(self, mode: RetryMode, *, overload_allowed: bool, budget: RetryBudget,
+                 in_transaction: bool = False) -> None:
+        self.mode = mode
+        self.overload_allowed = overload_allowed
+        self.budget = budget
+        self.in_transaction = in_transaction
+        #: Retries made so far (0 during the first attempt).
+        self.attempt = 0
+        self.overloaded = False
+        #: The error the user sees if retrying stops now (the last one that came from a server).
+        self.reached: Optional[BaseException] = None
+
+    @property
+    def retrying(self) -> bool:
+        return self.attempt > 0
+
+    def after_error(self, error: BaseException, *, write: WriteAttempt = WriteAttempt(), starting: bool = False,
+                    jitter: float = 1.0, deadline: Optional[Deadline] = None) -> RetryDecision:
+        """The decision after ``error`` ended an attempt. ``starting``: the attempt was a transaction's
+        first statement; ``jitter`` in [0, 1) scales the overload backoff; ``deadline`` bounds it."""
+        unpin = False
+        if self.in_transaction:
+            label_statement_error(error)
+            unpin = has_error_label(error, TRANSIENT_TRANSACTION_ERROR)
+        overload = has_error_label(error, SYSTEM_OVERLOADED_ERROR)
+        if self.attempt and not overload:
+            self.budget.deposit(1)  # a healthy server answered the retry
+        self.reached = error if self.reached is None else error_after_retry(self.reached, error)
+        mode = self.mode
+        if mode is RetryMode.READ:
+            retryable = is_retryable_read_error(error)
+        elif mode is RetryMode.WRITE:
+            retryable = ((write.has_txn_number or (write.retry_supported and not write.sent))
+                         and is_retryable_write_error(error))
+        elif mode is RetryMode.END_TRANSACTION:
+            retryable = is_retryable_write_error(error)
+        else:
+            retryable = False
+        overload_retryable = overload and has_error_label(error, RETRYABLE_ERROR) and self.overload_allowed
+        self.overloaded = self.overloaded or overload
+        limit = MAX_OVERLOAD_RETRIES if self.overloaded else 1
+        backoff = overload_backoff(self.attempt + 1, jitter) if overload else 0.0
+        remaining = deadline.remaining() if deadline is not None else None
+        out_of_time = remaining is not None and backoff >= remaining
+        if (not (retryable or overload_retryable) or self.attempt >= limit or out_of_time
+                or (overload and not self.budget.consume(1))):
+            return self._stop(error, unpin)
+        self.attempt += 1
+        ends = mode is RetryMode.END_TRANSACTION
+        return RetryDecision(True, backoff=backoff, unpin=unpin or ends, restart_transaction=starting,
+                             commit_retry=ends and retryable)
+
+    def _stop(self, error: BaseException, unpin: bool) -> RetryDecision:
+        if self.attempt == 0:
+            if self.mode is RetryMode.WRITE:
+                replacement = unsupported_retryable_writes_error(error)
+                if replacement is not None:
+                    return RetryDecision(False, replacement, chain=True, unpin=unpin)
+            return RetryDecision(False, error, unpin=unpin)
+        # The retry failed too: the user sees the retry's error unless it never reached a server or
+        # wrote nothing (then the first attempt's, which says what really happened).
+        return RetryDecision(False, self.reached, unpin=unpin)
+
+    def retry_not_possible(self) -> BaseException:
+        """The retry could not start (no server to select, or one without retryable writes): the error
+        of the attempt before stands."""
+        assert self.reached is not None
+        return self.reached
+
+    def succeeded(self) -> None:
+        """A success refills the overload token bucket a little (more after a retry)."""
+        self.budget.deposit(RETRY_TOKEN_RETURN_RATE + (1 if self.attempt else 0))

@@ -1,0 +1,207 @@
+"""The pure retry decision (engine/retry.py), table by table: no server, no executor.
+
+Each row feeds RetryState the failures of one operation and checks what it decides after each:
+retry or not, the backoff, which error the user sees, and the transaction effects.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+
+from greenmongo.engine.retry import (
+    MAX_OVERLOAD_RETRIES,
+    RETRY_TOKEN_RETURN_RATE,
+    RetryBudget,
+    RetryMode,
+    RetryState,
+    WriteAttempt,
+    overload_backoff,
+    retry_mode,
+)
+from greenmongo.engine.transaction import TRANSIENT_TRANSACTION_ERROR
+from greenmongo.errors import (
+    AutoReconnect,
+    NetworkTimeout,
+    OperationFailure,
+    ServerSelectionTimeoutError,
+)
+
+
+def network() -> AutoReconnect:
+    return AutoReconnect("connection reset")
+
+
+def server_error(code: int, *labels: str) -> OperationFailure:
+    error = OperationFailure(f"error {code}", code, {"code": code, "errorLabels": list(labels)})
+    for label in labels:
+        error._add_error_label(label)
+    return error
+
+
+def retryable_write_error() -> OperationFailure:
+    return server_error(91, "RetryableWriteError")
+
+
+def overloaded() -> OperationFailure:
+    return server_error(462, "RetryableError", "SystemOverloadedError")
+
+
+def no_writes_performed() -> OperationFailure:
+    return server_error(91, "RetryableWriteError", "NoWritesPerformed")
+
+
+SENT = WriteAttempt(has_txn_number=True, retry_supported=True, sent=True)
+NOT_SENT = WriteAttempt(has_txn_number=False, retry_supported=True, sent=False)
+NO_TXN = WriteAttempt(has_txn_number=False, retry_supported=False, sent=True)
+
+
+def state(mode: RetryMode, *, overload_allowed: bool = True, in_transaction: bool = False,
+          budget: Optional[RetryBudget] = None) -> RetryState:
+    return RetryState(mode, overload_allowed=overload_allowed, budget=budget or RetryBudget(),
+                      in_transaction=in_transaction)
+
+
+@pytest.mark.parametrize("kwargs,expected", [
+    (dict(is_read=True, is_write=False, retryable=True, ends_transaction=False, pinned=False,
+          in_transaction=False, retry_reads=True, retry_writes=True), RetryMode.READ),
+    (dict(is_read=True, is_write=False, retryable=True, ends_transaction=False, pinned=False,
+          in_transaction=False, retry_reads=False, retry_writes=True), RetryMode.NONE),
+    (dict(is_read=False, is_write=True, retryable=True, ends_transaction=False, pinned=False,
+          in_transaction=False, retry_reads=True, retry_writes=True), RetryMode.WRITE),
+    (dict(is_read=False, is_write=True, retryable=False, ends_transaction=False, pinned=False,
+          in_transaction=False, retry_reads=True, retry_writes=True), RetryMode.NONE),  # multi-statement
+    (dict(is_read=True, is_write=False, retryable=True, ends_transaction=False, pinned=True,
+          in_transaction=False, retry_reads=True, retry_writes=True), RetryMode.NONE),  # a getMore
+    (dict(is_read=False, is_write=True, retryable=True, ends_transaction=False, pinned=False,
+          in_transaction=True, retry_reads=True, retry_writes=True), RetryMode.NONE),  # inside a transaction
+    (dict(is_read=False, is_write=False, retryable=False, ends_transaction=True, pinned=True,
+          in_transaction=False, retry_reads=False, retry_writes=False), RetryMode.END_TRANSACTION),
+])
+def test_retry_mode(kwargs, expected) -> None:
+    assert retry_mode(**kwargs) is expected
+
+
+@pytest.mark.parametrize("mode,error,write,retries", [
+    # Reads: network errors and the spec's codes, once; selection timeouts never.
+    (RetryMode.READ, network, NO_TXN, True),
+    (RetryMode.READ, lambda: server_error(10107), NO_TXN, True),
+    (RetryMode.READ, lambda: server_error(11000), NO_TXN, False),
+    (RetryMode.READ, lambda: ServerSelectionTimeoutError("no primary"), NO_TXN, False),
+    # Writes: labelled RetryableWriteError, and sent with a txnNumber (or never sent at all).
+    (RetryMode.WRITE, retryable_write_error, SENT, True),
+    (RetryMode.WRITE, retryable_write_error, NO_TXN, False),
+    (RetryMode.WRITE, retryable_write_error, NOT_SENT, True),
+    (RetryMode.WRITE, lambda: server_error(11000), SENT, False),
+    # commit/abort: always once when labelled.
+    (RetryMode.END_TRANSACTION, retryable_write_error, NO_TXN, True),
+    (RetryMode.END_TRANSACTION, lambda: server_error(251), NO_TXN, False),
+    # No classic retries at all.
+    (RetryMode.NONE, retryable_write_error, SENT, False),
+    (RetryMode.NONE, network, SENT, False),
+])
+def test_classic_retry_is_one_retry(mode, error, write, retries) -> None:
+    retry = state(mode)
+    first = error()
+    decision = retry.after_error(first, write=write)
+    assert decision.retry is retries
+    assert decision.backoff == 0.0
+    if not retries:
+        assert decision.error is first and not decision.chain
+        return
+    second = error()
+    decision = retry.after_error(second, write=write)
+    assert not decision.retry and decision.error is second  # a second failure is the user's error
+
+
+def test_retry_that_never_reached_a_server_raises_the_first_error() -> None:
+    retry = state(RetryMode.WRITE)
+    first = retryable_write_error()
+    assert retry.after_error(first, write=SENT).retry
+    decision = retry.after_error(ServerSelectionTimeoutError("nothing to select"), write=SENT)
+    assert not decision.retry and decision.error is first
+    assert retry.retry_not_possible() is first
+
+
+def test_retry_that_wrote_nothing_raises_the_first_error() -> None:
+    retry = state(RetryMode.WRITE)
+    first = NetworkTimeout("timed out")
+    first._add_error_label("RetryableWriteError")
+    assert retry.after_error(first, write=SENT).retry
+    decision = retry.after_error(no_writes_performed(), write=SENT)
+    assert not decision.retry and decision.error is first
+
+
+def test_unsupported_retryable_writes_is_replaced_by_the_actionable_error() -> None:
+    retry = state(RetryMode.WRITE)
+    error = OperationFailure("Transaction numbers are only allowed on ...", 20,
+                             {"code": 20, "errmsg": "Transaction numbers are only allowed on a replica set"})
+    decision = retry.after_error(error, write=SENT)
+    assert not decision.retry and decision.chain
+    assert decision.error is not error and "retryWrites=false" in str(decision.error)
+
+
+def test_overload_retries_back_off_and_stop_after_the_limit() -> None:
+    budget = RetryBudget(capacity=10)
+    retry = state(RetryMode.READ, budget=budget)
+    for number in range(1, MAX_OVERLOAD_RETRIES + 1):
+        decision = retry.after_error(overloaded(), jitter=0.5)
+        assert decision.retry
+        assert decision.backoff == overload_backoff(number, 0.5) > 0
+    last = overloaded()
+    decision = retry.after_error(last, jitter=0.5)
+    assert not decision.retry and decision.error is last
+    assert budget.tokens == 10 - MAX_OVERLOAD_RETRIES
+
+
+def test_overload_retries_need_tokens_and_permission() -> None:
+    empty = RetryBudget(capacity=10)
+    empty.tokens = 0.5
+    assert not state(RetryMode.READ, budget=empty).after_error(overloaded()).retry
+    assert not state(RetryMode.READ, overload_allowed=False).after_error(overloaded()).retry
+    # Overload retries apply even where classic ones do not (inside a transaction, retryWrites=false).
+    assert state(RetryMode.NONE, in_transaction=True).after_error(overloaded()).retry
+
+
+def test_a_deadline_stops_a_backoff_that_would_outlive_it() -> None:
+    class Budget:
+        def remaining(self) -> Optional[float]:
+            return 0.01
+
+    decision = state(RetryMode.READ).after_error(overloaded(), jitter=0.9, deadline=Budget())
+    assert not decision.retry
+
+
+def test_success_refills_the_budget() -> None:
+    budget = RetryBudget(capacity=10)
+    budget.tokens = 5
+    retry = state(RetryMode.READ, budget=budget)
+    retry.succeeded()
+    assert budget.tokens == pytest.approx(5 + RETRY_TOKEN_RETURN_RATE)
+    retry = state(RetryMode.READ, budget=budget)
+    retry.after_error(network())
+    retry.succeeded()
+    assert budget.tokens == pytest.approx(5 + 2 * RETRY_TOKEN_RETURN_RATE + 1)
+
+
+def test_transaction_statement_errors() -> None:
+    retry = state(RetryMode.NONE, in_transaction=True)
+    error = network()
+    decision = retry.after_error(error, starting=True)
+    assert not decision.retry and decision.unpin and decision.error is error
+    assert error.has_error_label(TRANSIENT_TRANSACTION_ERROR)
+    # An overload retry of the first statement must start the transaction again.
+    decision = state(RetryMode.NONE, in_transaction=True).after_error(overloaded(), starting=True)
+    assert decision.retry and decision.restart_transaction and not decision.unpin
+    # A server error keeps the pin (the transaction may go on).
+    decision = state(RetryMode.NONE, in_transaction=True).after_error(server_error(11000))
+    assert not decision.unpin
+
+
+def test_commit_retry_unpins_and_upgrades_the_write_concern() -> None:
+    decision = state(RetryMode.END_TRANSACTION).after_error(retryable_write_error())
+    assert decision.retry and decision.unpin and decision.commit_retry
+    # An overload retry of commit resends it as it was.
+    decision = state(RetryMode.END_TRANSACTION).after_error(overloaded())
+    assert decision.retry and decision.unpin and not decision.commit_retry
