@@ -25,9 +25,10 @@ the calls that return None.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any, Generic, Iterator, Mapping, Optional, TypeVar
 
-from greenmongo.client_session import session_state
+from greenmongo.client_session import ClientSession, session_state
 from greenmongo.command_cursor import CommandCursor, core_of
 from greenmongo.engine.session_state import SessionState
 from greenmongo.errors import GreenMongoError
@@ -74,6 +75,23 @@ class _StreamCursor(CommandCursor):
         return None if state is None else state.post_batch_resume_token
 
 
+@dataclass(frozen=True)
+class WatchOptions:
+    """The options of ``watch()``, the same on a Collection, a Database and a MongoClient."""
+
+    pipeline: Optional[list] = None
+    full_document: Optional[str] = None
+    resume_after: Optional[Mapping[str, Any]] = None
+    max_await_time_ms: Optional[int] = None
+    batch_size: Optional[int] = None
+    collation: Any = None
+    start_at_operation_time: Any = None
+    start_after: Optional[Mapping[str, Any]] = None
+    comment: Any = None
+    full_document_before_change: Optional[str] = None
+    show_expanded_events: Optional[bool] = None
+
+
 class ChangeStream(Generic[DocumentT]):
     """A change stream over a collection, a database or the whole cluster (use the ``watch`` helpers).
 
@@ -85,30 +103,25 @@ class ChangeStream(Generic[DocumentT]):
     #: The ``$changeStream`` option that widens the stream to every database (ClusterChangeStream).
     _all_changes_for_cluster = False
 
-    def __init__(self, target: Any, pipeline: Optional[list] = None, full_document: Optional[str] = None,
-                 resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,
-                 batch_size: Optional[int] = None, collation: Any = None, start_at_operation_time: Any = None,
-                 session: Any = None, start_after: Optional[Mapping[str, Any]] = None, comment: Any = None,
-                 full_document_before_change: Optional[str] = None,
-                 show_expanded_events: Optional[bool] = None) -> None:
-        if pipeline is None:
-            pipeline = []
+    def __init__(self, target: Any, options: "WatchOptions", session: Optional[ClientSession] = None) -> None:
+        pipeline = [] if options.pipeline is None else options.pipeline
         validate_list("pipeline", pipeline)
-        _validate_optional_string("full_document", full_document)
-        _validate_optional_string("full_document_before_change", full_document_before_change)
-        validate_optional_non_negative_integer("batch_size", batch_size)
-        validate_optional_non_negative_integer("max_await_time_ms", max_await_time_ms)
+        _validate_optional_string("full_document", options.full_document)
+        _validate_optional_string("full_document_before_change", options.full_document_before_change)
+        validate_optional_non_negative_integer("batch_size", options.batch_size)
+        validate_optional_non_negative_integer("max_await_time_ms", options.max_await_time_ms)
         self._target = target
         self._core = core_of(target)
         self._pipeline = copy.deepcopy(pipeline)
-        self._collation = collation_document(collation)
-        self._batch_size = batch_size
-        self._max_await_time_ms = max_await_time_ms
-        self._comment = comment
+        self._collation = collation_document(options.collation)
+        self._batch_size = options.batch_size
+        self._max_await_time_ms = options.max_await_time_ms
+        self._comment = options.comment
         self._point = ResumePoint(
-            stage_options(full_document, full_document_before_change, show_expanded_events,
+            stage_options(options.full_document, options.full_document_before_change, options.show_expanded_events,
                           self._all_changes_for_cluster),
-            resume_after=resume_after, start_after=start_after, start_at_operation_time=start_at_operation_time)
+            resume_after=options.resume_after, start_after=options.start_after,
+            start_at_operation_time=options.start_at_operation_time)
         self._session = session_state(session, self._core)
         self._implicit_session: Optional[SessionState] = None
         self._cursor: Optional[_StreamCursor] = None
@@ -273,4 +286,26 @@ class ClusterChangeStream(DatabaseChangeStream[DocumentT]):
     _all_changes_for_cluster = True
 
 
-__all__ = ["ChangeStream", "ClusterChangeStream", "CollectionChangeStream", "DatabaseChangeStream"]
+class Watchable:
+    """``watch()`` for Collection, Database and MongoClient: one signature (PyMongo's), one place."""
+
+    def _change_stream(self, options: WatchOptions, session: Optional[ClientSession]) -> ChangeStream[Any]:
+        raise NotImplementedError
+
+    def watch(self, pipeline: Optional[list] = None, full_document: Optional[str] = None,
+              resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,
+              batch_size: Optional[int] = None, collation: Any = None, start_at_operation_time: Any = None,
+              session: Optional[ClientSession] = None, start_after: Optional[Mapping[str, Any]] = None,
+              comment: Any = None, full_document_before_change: Optional[str] = None,
+              show_expanded_events: Optional[bool] = None) -> ChangeStream[Any]:
+        """A change stream over this collection, database (server 4.0+) or whole deployment (every database
+        but admin, config and local); ``pipeline`` stages follow ``$changeStream``. Iterate it, or poll
+        ``try_next()`` and save ``resume_token`` after each call."""
+        options = WatchOptions(pipeline, full_document, resume_after, max_await_time_ms, batch_size, collation,
+                               start_at_operation_time, start_after, comment, full_document_before_change,
+                               show_expanded_events)
+        return self._change_stream(options, session)
+
+
+__all__ = ["ChangeStream", "ClusterChangeStream", "CollectionChangeStream", "DatabaseChangeStream", "Watchable",
+           "WatchOptions"]

@@ -13,7 +13,8 @@ from collections import abc
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
 
 from greenmongo.bson.codec_options import CodecOptions
-from greenmongo.client_session import session_state
+from greenmongo.change_stream import CollectionChangeStream, Watchable, WatchOptions
+from greenmongo.client_session import ClientSession, session_state
 from greenmongo.command_cursor import CommandCursor, RawBatchCommandCursor, raw_codec_options
 from greenmongo.common import BaseObject
 from greenmongo.cursor import Cursor, RawBatchCursor
@@ -35,7 +36,7 @@ from greenmongo.operations.count import (
     DistinctOperation,
     EstimatedDocumentCountOperation,
 )
-from greenmongo.operations.find import FindOperation
+from greenmongo.operations.find import FindOperation, FindSpec
 from greenmongo.operations.find_and_modify import DELETE, REPLACE, UPDATE, FindAndModifyOperation, ReturnDocument
 from greenmongo.operations.indexes import (
     CreateIndexesOperation,
@@ -98,7 +99,7 @@ def _check_unacknowledged(write_concern: WriteConcern, collation: Any = None, ar
         require_acknowledged_for("arrayFilters", False)
 
 
-class Collection(BaseObject):
+class Collection(BaseObject, Watchable):
     """A MongoDB collection: ``database[name]``, ``database.get_collection(name, ...)``."""
 
     _kind = "Collection"
@@ -300,9 +301,9 @@ class Collection(BaseObject):
     def _find_one_direct(self, filter: Any, options: dict[str, Any]) -> Any:
         """find_one without a Cursor: one find with limit -1 (a single batch, which closes the cursor)."""
         session = options.pop("session", None)
-        operation = FindOperation(self._database.name, self._name, filter, limit=-1,
+        operation = FindOperation(self._database.name, self._name, FindSpec(filter, limit=-1, **options),
                                   read_concern=self._read_concern, read_preference=self._read_preference,
-                                  codec_options=self._codec_options, **options)
+                                  codec_options=self._codec_options)
         state = self._core.execute(operation, session=session_state(session, self._core))
         batch = state.first_batch
         if state.alive:  # not expected with limit -1; the cursor's close kills it and ends its session
@@ -403,19 +404,8 @@ class Collection(BaseObject):
                                               comment, kwargs, raw_codec_options(self._codec_options))
         return RawBatchCommandCursor(self, self._run(operation, session), session=session)
 
-    def watch(self, pipeline: Optional[list] = None, full_document: Optional[str] = None,
-              resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,
-              batch_size: Optional[int] = None, collation: Any = None, start_at_operation_time: Any = None,
-              session: Any = None, start_after: Optional[Mapping[str, Any]] = None, comment: Any = None,
-              full_document_before_change: Optional[str] = None,
-              show_expanded_events: Optional[bool] = None) -> Any:
-        """A change stream (greenmongo.change_stream) over this collection; ``pipeline`` stages follow
-        ``$changeStream``. Iterate it, or poll ``try_next()`` and save ``resume_token`` after each call."""
-        from greenmongo.change_stream import CollectionChangeStream
-
-        return CollectionChangeStream(self, pipeline, full_document, resume_after, max_await_time_ms,
-                                      batch_size, collation, start_at_operation_time, session, start_after, comment,
-                                      full_document_before_change, show_expanded_events)
+    def _change_stream(self, options: WatchOptions, session: Optional[ClientSession]) -> CollectionChangeStream:
+        return CollectionChangeStream(self, options, session)
 
     # -- indexes ---------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ Killing and batching are shared with CommandCursor (greenmongo/command_cursor.py
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from greenmongo.bson.code import Code
@@ -36,7 +37,7 @@ from greenmongo.operations.arguments import (
     validate_is_mapping,
 )
 from greenmongo.operations.count import DistinctOperation
-from greenmongo.operations.find import CursorType, ExplainOperation, FindOperation
+from greenmongo.operations.find import CursorType, ExplainOperation, FindOperation, FindSpec
 
 if TYPE_CHECKING:
     from greenmongo.collection import Collection
@@ -50,11 +51,6 @@ _EXHAUST = 64
 _PARTIAL = 128
 _CURSOR_TYPE_BITS = _TAILABLE | _AWAIT_DATA | _EXHAUST
 
-#: The find options a clone copies (attribute names without the leading underscore).
-_OPTION_NAMES = ("filter", "projection", "skip", "limit", "no_cursor_timeout", "cursor_type", "sort",
-                 "allow_partial_results", "oplog_replay", "batch_size", "collation", "hint", "max_scan",
-                 "max_time_ms", "max_await_time_ms", "max", "min", "return_key", "show_record_id", "comment",
-                 "allow_disk_use", "let")
 
 
 class Cursor(_CursorBase[Any]):
@@ -98,28 +94,11 @@ class Cursor(_CursorBase[Any]):
         if isinstance(batch_size, int) and batch_size < 0:
             raise ValueError("batch_size must be >= 0")
         self._collection = collection
-        self._filter = {} if filter is None else filter
-        self._projection = projection
-        self._skip = skip
-        self._limit = limit
-        self._no_cursor_timeout = no_cursor_timeout
-        self._cursor_type = cursor_type
-        self._sort = sort
-        self._allow_partial_results = allow_partial_results
-        self._oplog_replay = oplog_replay
-        self._batch_size = batch_size
-        self._collation = collation
-        self._hint = hint
-        self._max_scan = max_scan
-        self._max_time_ms = max_time_ms
-        self._max_await_time_ms: Optional[int] = None
-        self._max = max
-        self._min = min
-        self._return_key = return_key
-        self._show_record_id = show_record_id
-        self._comment = comment
-        self._allow_disk_use = allow_disk_use
-        self._let = let
+        # The options as given; builders change them until the first batch is asked for.
+        self._spec = FindSpec(
+            {} if filter is None else filter, projection, skip, limit, no_cursor_timeout, cursor_type, sort,
+            allow_partial_results, oplog_replay, batch_size, collation, hint, max_scan, max_time_ms, None, max, min,
+            return_key, show_record_id, comment, allow_disk_use, let)
         self._empty = False
         # Validates every option now (PyMongo raises at find() time); reused unless a builder runs.
         self._prepared: Optional[FindOperation] = self._operation()
@@ -131,14 +110,10 @@ class Cursor(_CursorBase[Any]):
 
     def _operation(self, codec_options: Optional[CodecOptions] = None, limit: Optional[int] = None) -> FindOperation:
         collection = self._collection
-        return FindOperation(
-            collection.database.name, collection.name, self._filter, self._projection, self._skip,
-            self._limit if limit is None else limit, self._no_cursor_timeout, self._cursor_type, self._sort,
-            self._allow_partial_results, self._oplog_replay, self._batch_size, self._collation, self._hint,
-            self._max_scan, self._max_time_ms, self._max_await_time_ms, self._max, self._min, self._return_key,
-            self._show_record_id, self._comment, self._allow_disk_use, self._let,
-            read_concern=collection.read_concern, read_preference=collection.read_preference,
-            codec_options=codec_options or self._codec_options())
+        spec = self._spec if limit is None else replace(self._spec, limit=limit)
+        return FindOperation(collection.database.name, collection.name, spec, read_concern=collection.read_concern,
+                             read_preference=collection.read_preference,
+                             codec_options=codec_options or self._codec_options())
 
     def _start(self) -> None:
         operation = self._prepared or self._operation()
@@ -155,7 +130,7 @@ class Cursor(_CursorBase[Any]):
 
     @property
     def _stop_on_empty_batch(self) -> bool:  # type: ignore[override]
-        return bool(self._cursor_type & _TAILABLE)
+        return bool(self._spec.cursor_type & _TAILABLE)
 
     @property
     def alive(self) -> bool:
@@ -174,11 +149,11 @@ class Cursor(_CursorBase[Any]):
         """At most ``limit`` documents (0: no limit; negative: one batch of at most ``-limit``)."""
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise TypeError("limit must be an integer")
-        if self._cursor_type & _EXHAUST:
+        if self._spec.cursor_type & _EXHAUST:
             raise InvalidOperation("Can't use limit and exhaust together.")
         self._check_okay_to_chain()
         self._empty = False
-        self._limit = limit
+        self._spec.limit = limit
         return self
 
     def batch_size(self, batch_size: int) -> "Cursor":
@@ -188,7 +163,7 @@ class Cursor(_CursorBase[Any]):
         if batch_size < 0:
             raise ValueError("batch_size must be >= 0")
         self._check_okay_to_chain()
-        self._batch_size = batch_size
+        self._spec.batch_size = batch_size
         return self
 
     def skip(self, skip: int) -> "Cursor":
@@ -197,7 +172,7 @@ class Cursor(_CursorBase[Any]):
         if skip < 0:
             raise ValueError("skip must be >= 0")
         self._check_okay_to_chain()
-        self._skip = skip
+        self._spec.skip = skip
         return self
 
     def max_time_ms(self, max_time_ms: Optional[int]) -> "Cursor":
@@ -205,7 +180,7 @@ class Cursor(_CursorBase[Any]):
         if max_time_ms is not None and (isinstance(max_time_ms, bool) or not isinstance(max_time_ms, int)):
             raise TypeError("max_time_ms must be an integer or None")
         self._check_okay_to_chain()
-        self._max_time_ms = max_time_ms
+        self._spec.max_time_ms = max_time_ms
         return self
 
     def max_await_time_ms(self, max_await_time_ms: Optional[int]) -> "Cursor":
@@ -214,26 +189,26 @@ class Cursor(_CursorBase[Any]):
                                               or not isinstance(max_await_time_ms, int)):
             raise TypeError("max_await_time_ms must be an integer or None")
         self._check_okay_to_chain()
-        if self._cursor_type & _AWAIT_DATA:
-            self._max_await_time_ms = max_await_time_ms
+        if self._spec.cursor_type & _AWAIT_DATA:
+            self._spec.max_await_time_ms = max_await_time_ms
         return self
 
     def max_scan(self, max_scan: Optional[int]) -> "Cursor":
         """Deprecated by the server (removed in 4.2); kept for PyMongo compatibility."""
         self._check_okay_to_chain()
-        self._max_scan = max_scan
+        self._spec.max_scan = max_scan
         return self
 
     def sort(self, key_or_list: Any, direction: Any = None) -> "Cursor":
         """``sort("a")``, ``sort("a", -1)``, ``sort([("a", 1), ("b", -1)])`` or ``sort({"a": 1})``."""
         self._check_okay_to_chain()
-        self._sort = index_document(index_list(key_or_list, direction))
+        self._spec.sort = index_document(index_list(key_or_list, direction))
         return self
 
     def hint(self, index: Any) -> "Cursor":
         """An index name or key spec for the server to use; None clears it."""
         self._check_okay_to_chain()
-        self._hint = hint_value(index)
+        self._spec.hint = hint_value(index)
         return self
 
     def min(self, spec: Any) -> "Cursor":
@@ -241,7 +216,7 @@ class Cursor(_CursorBase[Any]):
         if not isinstance(spec, (list, tuple)):
             raise TypeError("spec must be an instance of list or tuple")
         self._check_okay_to_chain()
-        self._min = dict(spec)
+        self._spec.min = dict(spec)
         return self
 
     def max(self, spec: Any) -> "Cursor":
@@ -249,23 +224,23 @@ class Cursor(_CursorBase[Any]):
         if not isinstance(spec, (list, tuple)):
             raise TypeError("spec must be an instance of list or tuple")
         self._check_okay_to_chain()
-        self._max = dict(spec)
+        self._spec.max = dict(spec)
         return self
 
     def collation(self, collation: Any) -> "Cursor":
         self._check_okay_to_chain()
-        self._collation = collation_document(collation)
+        self._spec.collation = collation_document(collation)
         return self
 
     def comment(self, comment: Any) -> "Cursor":
         self._check_okay_to_chain()
-        self._comment = comment
+        self._spec.comment = comment
         return self
 
     def allow_disk_use(self, allow_disk_use: bool) -> "Cursor":
         validate_boolean("allow_disk_use", allow_disk_use)
         self._check_okay_to_chain()
-        self._allow_disk_use = allow_disk_use
+        self._spec.allow_disk_use = allow_disk_use
         return self
 
     def where(self, code: Union[str, Code]) -> "Cursor":
@@ -273,30 +248,32 @@ class Cursor(_CursorBase[Any]):
         self._check_okay_to_chain()
         if not isinstance(code, Code):
             code = Code(code)
-        spec = dict(self._filter)
+        spec = dict(self._spec.filter or {})
         spec["$where"] = code
-        self._filter = spec
+        self._spec.filter = spec
         return self
 
     def _flags(self) -> int:
-        flags = self._cursor_type
-        if self._oplog_replay:
+        spec = self._spec
+        flags = spec.cursor_type
+        if spec.oplog_replay:
             flags |= _OPLOG_REPLAY
-        if self._no_cursor_timeout:
+        if spec.no_cursor_timeout:
             flags |= _NO_CURSOR_TIMEOUT
-        if self._allow_partial_results:
+        if spec.allow_partial_results:
             flags |= _PARTIAL
         return flags
 
     def _set_flags(self, flags: int) -> None:
         cursor_type = flags & _CURSOR_TYPE_BITS
-        if cursor_type & _EXHAUST and self._limit:
+        spec = self._spec
+        if cursor_type & _EXHAUST and spec.limit:
             raise InvalidOperation("Can't use limit and exhaust together.")
         self._check_okay_to_chain()
-        self._cursor_type = cursor_type
-        self._oplog_replay = bool(flags & _OPLOG_REPLAY)
-        self._no_cursor_timeout = bool(flags & _NO_CURSOR_TIMEOUT)
-        self._allow_partial_results = bool(flags & _PARTIAL)
+        spec.cursor_type = cursor_type
+        spec.oplog_replay = bool(flags & _OPLOG_REPLAY)
+        spec.no_cursor_timeout = bool(flags & _NO_CURSOR_TIMEOUT)
+        spec.allow_partial_results = bool(flags & _PARTIAL)
 
     def add_option(self, mask: int) -> "Cursor":
         """Set wire-protocol query flags (PyMongo's masks: 2 tailable, 32 await data, ...)."""
@@ -325,15 +302,15 @@ class Cursor(_CursorBase[Any]):
                 limit = index.stop - start
                 if limit < 0:
                     raise IndexError(f"stop index must be greater than start index for slice {index!r}")
-            self._skip = start
-            self._limit = limit
+            self._spec.skip = start
+            self._spec.limit = limit
             self._empty = index.stop is not None and limit == 0
             return self
         if isinstance(index, int) and not isinstance(index, bool):
             if index < 0:
                 raise IndexError("Cursor instances do not support negative indices")
             clone = self.clone()
-            clone.skip(index + self._skip)
+            clone.skip(index + self._spec.skip)
             clone.limit(-1)
             for document in clone:
                 return document
@@ -347,9 +324,7 @@ class Cursor(_CursorBase[Any]):
         clone._collection = self._collection
         clone._explicit_session = self._explicit_session
         clone._session_state = self._session_state
-        for name in _OPTION_NAMES:
-            value = getattr(self, "_" + name)
-            setattr(clone, "_" + name, copy.copy(value) if isinstance(value, (dict, list)) else value)
+        clone._spec = self._spec.copy()
         clone._empty = self._empty
         clone._prepared = None
         return clone
@@ -358,8 +333,7 @@ class Cursor(_CursorBase[Any]):
 
     def __deepcopy__(self, memo: Any) -> "Cursor":
         clone = self.clone()
-        for name in ("filter", "projection", "sort", "hint", "max", "min", "collation", "let"):
-            setattr(clone, "_" + name, copy.deepcopy(getattr(self, "_" + name), memo))
+        clone._spec = copy.deepcopy(self._spec, memo)
         return clone
 
     def rewind(self) -> "Cursor":
@@ -376,19 +350,20 @@ class Cursor(_CursorBase[Any]):
 
     def explain(self) -> Any:
         """The server's explain output for this query (verbosity: the server's default)."""
-        limit = -abs(self._limit) if self._limit else None
+        limit = -abs(self._spec.limit) if self._spec.limit else None
         operation = ExplainOperation(self._operation(self._collection.codec_options, limit=limit))
         return self._core.execute(operation, session=self._session_state)
 
     def distinct(self, key: str) -> list:
         """Distinct values of ``key`` among the documents this cursor's filter matches."""
         collection = self._collection
-        filter = self._filter or None
+        spec = self._spec
+        filter = spec.filter or None
         if filter is not None:
             validate_is_mapping("filter", filter)
         operation = DistinctOperation(
-            collection.database.name, collection.name, key, filter, collation=self._collation,
-            max_time_ms=self._max_time_ms, comment=self._comment, read_concern=collection.read_concern,
+            collection.database.name, collection.name, key, filter, collation=spec.collation,
+            max_time_ms=spec.max_time_ms, comment=spec.comment, read_concern=collection.read_concern,
             read_preference=collection.read_preference, codec_options=collection.codec_options)
         return self._core.execute(operation, session=self._session_state)
 
@@ -397,7 +372,7 @@ class Cursor(_CursorBase[Any]):
         return self._collection
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self._collection.full_name} filter={self._filter!r} alive={self.alive}>"
+        return f"<{type(self).__name__} {self._collection.full_name} filter={self._spec.filter!r} alive={self.alive}>"
 
 
 class RawBatchCursor(Cursor):

@@ -12,7 +12,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.dbref import DBRef
-from greenmongo.client_session import session_state
+from greenmongo.change_stream import DatabaseChangeStream, Watchable, WatchOptions
+from greenmongo.client_session import ClientSession, session_state
 from greenmongo.collection import Collection, check_options
 from greenmongo.command_cursor import CommandCursor
 from greenmongo.common import BaseObject
@@ -44,7 +45,7 @@ def validate_database_name(name: Any) -> str:
     return name
 
 
-class Database(BaseObject):
+class Database(BaseObject, Watchable):
     """A MongoDB database: ``client[name]`` or ``client.get_database(name, ...)``."""
 
     _kind = "Database"
@@ -240,18 +241,8 @@ class Database(BaseObject):
                                               kwargs.pop("comment", None), kwargs, self._codec_options)
         return CommandCursor(self, self._run(operation, session), session=session)
 
-    def watch(self, pipeline: Optional[list] = None, full_document: Optional[str] = None,
-              resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,
-              batch_size: Optional[int] = None, collation: Any = None, start_at_operation_time: Any = None,
-              session: Any = None, start_after: Optional[Mapping[str, Any]] = None, comment: Any = None,
-              full_document_before_change: Optional[str] = None,
-              show_expanded_events: Optional[bool] = None) -> Any:
-        """A change stream over every collection of this database (server 4.0+); see ``Collection.watch``."""
-        from greenmongo.change_stream import DatabaseChangeStream
-
-        return DatabaseChangeStream(self, pipeline, full_document, resume_after, max_await_time_ms,
-                                    batch_size, collation, start_at_operation_time, session, start_after, comment,
-                                    full_document_before_change, show_expanded_events)
+    def _change_stream(self, options: WatchOptions, session: Optional[ClientSession]) -> DatabaseChangeStream:
+        return DatabaseChangeStream(self, options, session)
 
     # -- dunder (equality, hash, repr, bool and iteration: BaseObject) -------------------------------
 

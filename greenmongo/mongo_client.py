@@ -14,7 +14,10 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import greenmongo.net.dns  # noqa: F401  (imported eagerly: a first mongodb+srv lookup must not import in a greenlet)
 from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.change_stream import ClusterChangeStream, Watchable, WatchOptions
 from greenmongo.client_session import ClientSession, SessionOptions, session_state
+from greenmongo.command_cursor import CommandCursor
+from greenmongo.database import Database
 from greenmongo.engine.core import ClientCore
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
 from greenmongo.operations.client_bulk import ClientBulkWrite
@@ -22,7 +25,7 @@ from greenmongo.operations.databases import DropDatabaseOperation, ListDatabases
 from greenmongo.options.client_options import ClientOptions
 
 
-class MongoClient:
+class MongoClient(Watchable):
     """A client for a MongoDB deployment; PyMongo's constructor and client-level methods.
 
     ``MongoClient(host=None, port=None, document_class=dict, tz_aware=False, connect=True, **kwargs)``:
@@ -112,8 +115,6 @@ class MongoClient:
 
     def get_database(self, name: Optional[str] = None, codec_options: Optional[CodecOptions] = None,
                      read_preference: Any = None, write_concern: Any = None, read_concern: Any = None) -> Any:
-        from greenmongo.database import Database
-
         if name is None:
             name = self._options.database
             if name is None:
@@ -127,8 +128,6 @@ class MongoClient:
         return self.get_database(name, **kwargs)
 
     def list_databases(self, session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
-        from greenmongo.cursor import CommandCursor
-
         options = dict(kwargs)
         operation = ListDatabasesOperation(
             filter=options.pop("filter", None), name_only=options.pop("nameOnly", None),
@@ -178,19 +177,9 @@ class MongoClient:
             bulk.fail(exc)  # raises ClientBulkWriteException with the partial result, or exc itself
         return bulk.result()
 
-    def watch(self, pipeline: Optional[list] = None, full_document: Optional[str] = None,
-              resume_after: Optional[Mapping[str, Any]] = None, max_await_time_ms: Optional[int] = None,
-              batch_size: Optional[int] = None, collation: Any = None, start_at_operation_time: Any = None,
-              session: Any = None, start_after: Optional[Mapping[str, Any]] = None, comment: Any = None,
-              full_document_before_change: Optional[str] = None,
-              show_expanded_events: Optional[bool] = None) -> Any:
-        """A change stream over every database but admin, config and local (server 4.0+); see
-        ``Collection.watch``."""
-        from greenmongo.change_stream import ClusterChangeStream
-
-        return ClusterChangeStream(self.admin, pipeline, full_document, resume_after, max_await_time_ms,
-                                   batch_size, collation, start_at_operation_time, session, start_after, comment,
-                                   full_document_before_change, show_expanded_events)
+    def _change_stream(self, options: WatchOptions, session: Optional[ClientSession]) -> ClusterChangeStream:
+        """The aggregate runs on the admin database, with allChangesForCluster (server 4.0+)."""
+        return ClusterChangeStream(self.admin, options, session)
 
     # -- sessions ----------------------------------------------------------------------------
 

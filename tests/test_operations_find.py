@@ -10,7 +10,7 @@ from greenmongo.errors import CursorNotFound, ExecutionTimeout, InvalidOperation
 from greenmongo.operations.base import ExecutionFields, WireInfo
 from greenmongo.operations.collation import Collation, CollationStrength
 from greenmongo.operations.cursor_state import CursorState, GetMoreOperation, KillCursorsOperation
-from greenmongo.operations.find import CursorType, ExplainOperation, FindOperation
+from greenmongo.operations.find import CursorType, ExplainOperation, FindOperation, FindSpec
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ReadPreference, Secondary
 
@@ -18,8 +18,12 @@ W = WireInfo(max_wire_version=25, address=("h", 27017))
 OLD = WireInfo(max_wire_version=8)
 
 
+_OPERATION_OPTIONS = ("read_concern", "read_preference", "codec_options", "raw_data")
+
+
 def find(**kwargs):
-    return FindOperation("db", "coll", **kwargs)
+    options = {name: kwargs.pop(name) for name in _OPERATION_OPTIONS if name in kwargs}
+    return FindOperation("db", "coll", FindSpec(**kwargs), **options)
 
 
 def body(op, wire=W):

@@ -30,6 +30,7 @@ from greenmongo.operations.cursor_state import CursorState, KillCursorsOperation
 from greenmongo.options.client_options import ClientOptions
 from greenmongo.sdam.address import Address
 from greenmongo.topology.topology import Topology, abandon
+from greenmongo.wire import compression
 
 _LIVE_CORES: "weakref.WeakSet[ClientCore]" = weakref.WeakSet()
 #: Kills queued for servers that are down are kept, up to this many.
@@ -41,6 +42,7 @@ class ClientCore:
 
     def __init__(self, options: ClientOptions) -> None:
         self.options = options
+        compression.preload(options.compressors)
         self._hub = current_hub()
         self._pid = os.getpid()
         self.closed = False

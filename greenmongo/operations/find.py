@@ -10,6 +10,8 @@ cursor sends ``maxAwaitTimeMS`` as the getMore's ``maxTimeMS``.
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional
 
 from greenmongo.bson.codec_options import CodecOptions
@@ -66,6 +68,68 @@ _MODIFIERS = {
 }
 
 
+@dataclass
+class FindSpec:
+    """Every find option (the CRUD spec's FindOptions, PyMongo's names): the one definition that
+    ``Collection.find``'s Cursor, its builders, ``find_one`` and FindOperation share.
+
+    ``validated()`` checks every field and returns a copy with the values normalized to what the
+    command sends (projection, sort, hint, collation, min/max documents).
+    """
+
+    filter: Optional[Mapping[str, Any]] = None
+    projection: Any = None
+    skip: int = 0
+    limit: int = 0
+    no_cursor_timeout: bool = False
+    cursor_type: int = CursorType.NON_TAILABLE
+    sort: Any = None
+    allow_partial_results: bool = False
+    oplog_replay: bool = False
+    batch_size: int = 0
+    collation: Any = None
+    hint: Any = None
+    max_scan: Optional[int] = None
+    max_time_ms: Optional[int] = None
+    max_await_time_ms: Optional[int] = None
+    max: Any = None
+    min: Any = None
+    return_key: Optional[bool] = None
+    show_record_id: Optional[bool] = None
+    comment: Any = None
+    allow_disk_use: Optional[bool] = None
+    let: Optional[Mapping[str, Any]] = None
+
+    def validated(self) -> "FindSpec":
+        spec = {} if self.filter is None else self.filter
+        validate_is_mapping("filter", spec)
+        validate_integer("skip", self.skip)
+        validate_integer("limit", self.limit)
+        validate_boolean("no_cursor_timeout", self.no_cursor_timeout)
+        if self.cursor_type not in _CURSOR_TYPES:
+            raise ValueError("not a valid value for cursor_type")
+        validate_boolean("allow_partial_results", self.allow_partial_results)
+        validate_boolean("oplog_replay", self.oplog_replay)
+        validate_integer("batch_size", self.batch_size)
+        if self.skip < 0:
+            raise ValueError("skip must be >= 0")
+        validate_optional_non_negative_integer("max_time_ms", self.max_time_ms)
+        validate_optional_non_negative_integer("max_await_time_ms", self.max_await_time_ms)
+        validate_optional_boolean("allow_disk_use", self.allow_disk_use)
+        if self.let is not None:
+            validate_is_document_type("let", self.let)
+        if self.cursor_type == CursorType.EXHAUST and self.limit:
+            raise InvalidOperation("Can't use limit and exhaust together.")
+        return replace(self, filter=spec, projection=projection_document(self.projection),
+                       sort=sort_document(self.sort), collation=collation_document(self.collation),
+                       hint=hint_value(self.hint), max=sort_document(self.max), min=sort_document(self.min))
+
+    def copy(self) -> "FindSpec":
+        """A copy whose mutable option values are copies too (a cloned Cursor's)."""
+        return replace(self, **{name: copy.copy(value) for name, value in self.__dict__.items()
+                                if isinstance(value, (dict, list))})
+
+
 class FindOperation(Operation[CursorState]):
     """``find``: a retryable read returning a CursorState (first batch + getMore state)."""
 
@@ -77,28 +141,7 @@ class FindOperation(Operation[CursorState]):
         self,
         dbname: str,
         collection: str,
-        filter: Optional[Mapping[str, Any]] = None,
-        projection: Any = None,
-        skip: int = 0,
-        limit: int = 0,
-        no_cursor_timeout: bool = False,
-        cursor_type: int = CursorType.NON_TAILABLE,
-        sort: Any = None,
-        allow_partial_results: bool = False,
-        oplog_replay: bool = False,
-        batch_size: int = 0,
-        collation: Any = None,
-        hint: Any = None,
-        max_scan: Optional[int] = None,
-        max_time_ms: Optional[int] = None,
-        max_await_time_ms: Optional[int] = None,
-        max: Any = None,
-        min: Any = None,
-        return_key: Optional[bool] = None,
-        show_record_id: Optional[bool] = None,
-        comment: Any = None,
-        allow_disk_use: Optional[bool] = None,
-        let: Optional[Mapping[str, Any]] = None,
+        spec: Optional[FindSpec] = None,
         *,
         read_concern: Optional[ReadConcern] = None,
         read_preference: Optional[ServerMode] = None,
@@ -106,71 +149,31 @@ class FindOperation(Operation[CursorState]):
         raw_data: Optional[bool] = None,
     ) -> None:
         super().__init__(dbname, read_preference=read_preference, codec_options=codec_options)
-        spec = {} if filter is None else filter
-        validate_is_mapping("filter", spec)
-        validate_integer("skip", skip)
-        validate_integer("limit", limit)
-        validate_boolean("no_cursor_timeout", no_cursor_timeout)
-        if cursor_type not in _CURSOR_TYPES:
-            raise ValueError("not a valid value for cursor_type")
-        validate_boolean("allow_partial_results", allow_partial_results)
-        validate_boolean("oplog_replay", oplog_replay)
-        validate_integer("batch_size", batch_size)
-        if skip < 0:
-            raise ValueError("skip must be >= 0")
-        validate_optional_non_negative_integer("max_time_ms", max_time_ms)
-        validate_optional_non_negative_integer("max_await_time_ms", max_await_time_ms)
-        validate_optional_boolean("allow_disk_use", allow_disk_use)
-        if let is not None:
-            validate_is_document_type("let", let)
-        if cursor_type == CursorType.EXHAUST and limit:
-            raise InvalidOperation("Can't use limit and exhaust together.")
         self.collection = collection
-        self.filter = spec
-        self.projection = projection_document(projection)
-        self.skip = skip
-        self.limit = limit
-        self.no_cursor_timeout = no_cursor_timeout
-        self.cursor_type = cursor_type
-        self.sort = sort_document(sort)
-        self.allow_partial_results = allow_partial_results
-        self.oplog_replay = oplog_replay
-        self.batch_size = batch_size
-        self.collation = collation_document(collation)
-        self.hint = hint_value(hint)
-        self.max_scan = max_scan
-        self.max_time_ms = max_time_ms
-        self.max_await_time_ms = max_await_time_ms
-        self.max = sort_document(max)
-        self.min = sort_document(min)
-        self.return_key = return_key
-        self.show_record_id = show_record_id
-        self.comment = comment
-        self.allow_disk_use = allow_disk_use
-        self.let = let
+        self.spec = (spec or FindSpec()).validated()
         self.read_concern = read_concern
         self.raw_data = raw_data
 
     @property
     def tailable(self) -> bool:
-        return bool(self.cursor_type & CursorType.TAILABLE)
+        return bool(self.spec.cursor_type & CursorType.TAILABLE)
 
     @property
     def await_data(self) -> bool:
-        return self.cursor_type & CursorType.TAILABLE_AWAIT == CursorType.TAILABLE_AWAIT
+        return self.spec.cursor_type & CursorType.TAILABLE_AWAIT == CursorType.TAILABLE_AWAIT
 
     @property
     def single_batch(self) -> bool:
-        return self.limit < 0 or self.batch_size < 0
+        return self.spec.limit < 0 or self.spec.batch_size < 0
 
     def _limit_fields(self) -> dict[str, Any]:
         """limit / batchSize / singleBatch after the spec's transformation."""
-        limit = abs(self.limit)
+        limit = abs(self.spec.limit)
         single = self.single_batch
         if single:
-            batch_size = 0 if limit else abs(self.batch_size)
+            batch_size = 0 if limit else abs(self.spec.batch_size)
         else:
-            batch_size = abs(self.batch_size)
+            batch_size = abs(self.spec.batch_size)
             if batch_size and batch_size == limit:
                 batch_size += 1
         fields: dict[str, Any] = {}
@@ -184,61 +187,62 @@ class FindOperation(Operation[CursorState]):
 
     def _filter_fields(self) -> dict[str, Any]:
         """The filter, unwrapping a legacy ``$query`` document into find fields."""
-        if "$query" not in self.filter:
-            return {"filter": self.filter}
+        if "$query" not in self.spec.filter:
+            return {"filter": self.spec.filter}
         fields: dict[str, Any] = {}
-        for key, value in self.filter.items():
+        for key, value in self.spec.filter.items():
             if key in ("$explain", "$readPreference"):
                 continue
             fields[_MODIFIERS.get(key, key)] = value
         return fields
 
     def build(self, wire: WireInfo) -> Command:
-        if (self.min is not None or self.max is not None) and self.hint is None:
+        spec = self.spec
+        if (spec.min is not None or spec.max is not None) and spec.hint is None:
             raise InvalidOperation("Passing a 'hint' is required when using the min/max query option to "
                                    "ensure the query utilizes the correct index")
         body: dict[str, Any] = {"find": self.collection}
         body.update(self._filter_fields())
-        if self.sort is not None:
-            body["sort"] = self.sort
-        if self.projection is not None:
-            body["projection"] = self.projection
-        if self.hint is not None:
-            body["hint"] = self.hint
-        if self.skip:
-            body["skip"] = self.skip
+        if spec.sort is not None:
+            body["sort"] = spec.sort
+        if spec.projection is not None:
+            body["projection"] = spec.projection
+        if spec.hint is not None:
+            body["hint"] = spec.hint
+        if spec.skip:
+            body["skip"] = spec.skip
         body.update(self._limit_fields())
-        if self.comment is not None:
-            body["comment"] = self.comment
-        if self.max_scan is not None:
-            body["maxScan"] = self.max_scan
-        if self.max_time_ms is not None:
-            body["maxTimeMS"] = self.max_time_ms
+        if spec.comment is not None:
+            body["comment"] = spec.comment
+        if spec.max_scan is not None:
+            body["maxScan"] = spec.max_scan
+        if spec.max_time_ms is not None:
+            body["maxTimeMS"] = spec.max_time_ms
         read_concern_field(body, self.read_concern)
-        if self.max is not None:
-            body["max"] = self.max
-        if self.min is not None:
-            body["min"] = self.min
-        if self.return_key is not None:
-            body["returnKey"] = self.return_key
-        if self.show_record_id is not None:
-            body["showRecordId"] = self.show_record_id
+        if spec.max is not None:
+            body["max"] = spec.max
+        if spec.min is not None:
+            body["min"] = spec.min
+        if spec.return_key is not None:
+            body["returnKey"] = spec.return_key
+        if spec.show_record_id is not None:
+            body["showRecordId"] = spec.show_record_id
         if self.tailable:
             body["tailable"] = True
-        if self.oplog_replay:
+        if spec.oplog_replay:
             body["oplogReplay"] = True
-        if self.no_cursor_timeout:
+        if spec.no_cursor_timeout:
             body["noCursorTimeout"] = True
         if self.await_data:
             body["awaitData"] = True
-        if self.allow_partial_results:
+        if spec.allow_partial_results:
             body["allowPartialResults"] = True
-        if self.collation is not None:
-            body["collation"] = self.collation
-        if self.allow_disk_use is not None:
-            body["allowDiskUse"] = self.allow_disk_use
-        if self.let is not None:
-            body["let"] = self.let
+        if spec.collation is not None:
+            body["collation"] = spec.collation
+        if spec.allow_disk_use is not None:
+            body["allowDiskUse"] = spec.allow_disk_use
+        if spec.let is not None:
+            body["let"] = spec.let
         raw_data_field(body, self.raw_data, wire)
         return Command(self.dbname, body)
 
@@ -248,10 +252,10 @@ class FindOperation(Operation[CursorState]):
         self.check_reply(reply, wire)
         state = CursorState.from_reply(
             reply, default_namespace=f"{self.dbname}.{self.collection}", address=wire.address,
-            limit=abs(self.limit), batch_size=abs(self.batch_size),
-            get_more_max_time_ms=self.max_await_time_ms if self.await_data else None,
-            comment=self.comment, tailable=self.tailable, await_data=self.await_data,
-            exhaust=self.cursor_type == CursorType.EXHAUST, codec_options=self.codec_options)
+            limit=abs(self.spec.limit), batch_size=abs(self.spec.batch_size),
+            get_more_max_time_ms=self.spec.max_await_time_ms if self.await_data else None,
+            comment=self.spec.comment, tailable=self.tailable, await_data=self.await_data,
+            exhaust=self.spec.cursor_type == CursorType.EXHAUST, codec_options=self.codec_options)
         if self.single_batch and not state.exhausted:
             state.single_batch_done()
         return state
@@ -294,4 +298,4 @@ class ExplainOperation(Operation[Mapping[str, Any]]):
         return reply
 
 
-__all__ = ["CursorType", "ExplainOperation", "FindOperation"]
+__all__ = ["CursorType", "ExplainOperation", "FindOperation", "FindSpec"]

@@ -55,6 +55,16 @@ def _import_zstandard():
     return zstandard
 
 
+def preload(names: Iterable[str]) -> None:
+    """Import the libraries of the compressors a client asks for, when the client is created: a first
+    import inside a connection's handshake would stall the hub in the middle of a request."""
+    for name in names:
+        if name == "snappy":
+            _import_snappy()
+        elif name == "zstd":
+            _import_zstandard()
+
+
 def available_compressors() -> tuple[str, ...]:
     """The compressors whose libraries import here (zlib always; snappy and zstd when installed)."""
     names = []
