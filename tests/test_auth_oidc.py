@@ -10,7 +10,7 @@ import pytest
 
 from greenmongo import bson
 from greenmongo.auth import (
-    AuthIO, OIDCCallback, OIDCCallbackContext, OIDCCallbackResult, OIDCIdPInfo, authenticate, prepare_handshake,
+    AuthCache, AuthIO, OIDCCallback, OIDCCallbackContext, OIDCCallbackResult, OIDCIdPInfo, authenticate, prepare_handshake,
     reauthenticate,
 )
 from greenmongo.auth.http import HttpResponse
@@ -395,6 +395,8 @@ def test_with_the_options_layer_credential() -> None:
 
     callback = Callback("tok")
     cred = build_credentials("MONGODB-OIDC", None, None, None, {"oidc_callback": callback}, None)
+    assert cred.cache is None  # the topology gives each client's credential its own cache
+    cred = cred._replace(cache=AuthCache())
     server = FakeOidcServer({"tok"})
     authenticate(FakeConn(server), cred)
     authenticate(FakeConn(server), cred)

@@ -14,9 +14,11 @@ def test_fields_and_cache():
     cred = build_credentials("SCRAM-SHA-256", None, "u", "p", None, "db")
     assert cred._fields == ("mechanism", "source", "username", "password", "mechanism_properties", "cache")
     assert (cred.mechanism, cred.source, cred.username, cred.password) == ("SCRAM-SHA-256", "db", "u", "p")
-    assert isinstance(cred.cache, AuthCache)
+    assert cred.cache is None  # parsed credentials carry no state; each client's topology adds its cache
     twin = build_credentials("scram-sha-256", None, "u", "p", None, "db")
-    assert twin == cred and hash(twin) == hash(cred) and twin.cache is not cred.cache
+    assert twin == cred and hash(twin) == hash(cred)
+    cached = twin._replace(cache=AuthCache())
+    assert cached == cred._replace(cache=AuthCache())  # all caches compare equal
 
 
 def test_repr_never_shows_the_password_or_session_token():

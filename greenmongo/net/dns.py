@@ -36,6 +36,7 @@ import dns.resolver
 from gevent import socket as gsocket
 
 from greenmongo.errors import ConfigurationError
+from greenmongo.options import uri
 
 Nameserver = Union[str, tuple[str, int]]
 
@@ -278,3 +279,5 @@ def configure(nameservers: Optional[Sequence[Nameserver]] = None, *,
 
 __all__ = ["DEFAULT_ATTEMPT_TIMEOUT", "DEFAULT_LIFETIME", "DnsResolver", "configure", "default_resolver",
            "system_nameservers"]
+
+uri.set_default_srv_resolver(default_resolver)  # options/ parses mongodb+srv URIs without importing net/

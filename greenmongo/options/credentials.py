@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Iterator, Mapping, Optional
 
-from greenmongo.auth.cache import AuthCache
 from greenmongo.errors import ConfigurationError
 from greenmongo.options.mapping import REDACTED
 from greenmongo.options.validators import SECRET_MECHANISM_PROPERTIES
@@ -83,9 +82,10 @@ _CredentialFields = namedtuple(
 class MongoCredential(_CredentialFields):
     """What authentication needs: immutable, hashable, and never shows its password.
 
-    ``cache`` is an ``AuthCache`` (SCRAM keys, fetched AWS credentials, OIDC
-    tokens) shared by every connection of one client; all caches compare equal
-    so two credentials with the same values are equal.
+    ``cache`` is None as parsed; the topology gives its credential an
+    ``auth.AuthCache`` (SCRAM keys, fetched AWS credentials, OIDC tokens) shared
+    by every connection of one client. All caches compare equal, so two
+    credentials with the same values are equal.
     """
 
     __slots__ = ()
@@ -191,7 +191,7 @@ def build_credentials(
         props = _gssapi_properties(props)
 
     return MongoCredential(mech, source, username, password,
-                           MechanismProperties(props) if props else None, AuthCache())
+                           MechanismProperties(props) if props else None, None)
 
 
 def credentials_from_options(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 from urllib.parse import unquote
 
 from greenmongo.errors import ConfigurationError, InvalidURI
@@ -296,6 +296,16 @@ class ParsedUri(dict):
         return f"ParsedUri({shown!r})"
 
 
+#: Makes the resolver ``mongodb+srv`` URIs use when none is passed; ``greenmongo.net.dns`` registers its
+#: cooperative resolver at import, so this pure layer never imports the network layer.
+_default_resolver: Optional[Callable[[], SrvResolver]] = None
+
+
+def set_default_srv_resolver(factory: Optional[Callable[[], SrvResolver]]) -> None:
+    global _default_resolver
+    _default_resolver = factory
+
+
 def resolve_seedlist(fqdn: str, options: dict[str, Any], reporter: Reporter,
                      resolver: Optional[SrvResolver], timeout: Optional[float]) -> list[tuple[str, int]]:
     """SRV and TXT for ``fqdn``: returns every SRV host and merges TXT options under ``options``.
@@ -304,9 +314,10 @@ def resolve_seedlist(fqdn: str, options: dict[str, Any], reporter: Reporter,
     TLS is turned on unless ``options`` says otherwise.
     """
     if resolver is None:
-        from greenmongo.net.dns import default_resolver  # the only I/O: imported when SRV is used
-
-        resolver = default_resolver()
+        if _default_resolver is None:
+            raise ConfigurationError("a mongodb+srv URI needs a DNS resolver: import greenmongo (net.dns registers "
+                                     "one) or pass srv_resolver")
+        resolver = _default_resolver()
     seedlist = discover(fqdn, options.get("srvServiceName") or "mongodb", resolver, timeout)
     for name, value in parse_options(seedlist.txt_options, reporter).items():
         options.setdefault(name, value)

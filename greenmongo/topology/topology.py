@@ -32,6 +32,7 @@ import gevent
 from gevent.event import Event
 from gevent.lock import RLock
 
+from greenmongo.auth import AuthCache, Authenticator
 from greenmongo.errors import (
     ConfigurationError,
     InvalidOperation,
@@ -109,7 +110,9 @@ class Topology:
         self._pool_options = pool_options or PoolOptions(load_balanced=settings.load_balanced)
         if self._pool_options.load_balanced != settings.load_balanced:
             raise ConfigurationError("pool_options.load_balanced must match the topology's loadBalanced setting")
-        self._credentials = credentials
+        # The client's authentication state (SCRAM keys, cloud credentials, OIDC tokens), one per topology.
+        self._credentials = (credentials._replace(cache=AuthCache())
+                             if credentials is not None and credentials.cache is None else credentials)
         self._listeners: Tuple[Any, ...] = tuple(event_listeners)
         self._selection_timeout = server_selection_timeout
         self._server_selector = server_selector
@@ -556,8 +559,6 @@ class Topology:
         credentials = self._credentials
         make_authenticator = None
         if credentials is not None:
-            from greenmongo.auth import Authenticator
-
             def make_authenticator() -> Any:
                 return Authenticator(credentials)
 
