@@ -28,10 +28,10 @@ from time import monotonic
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
 import gevent
-from gevent.event import Event
 
 from greenmongo.errors import AutoReconnect, ConfigurationError
-from greenmongo.hub.waiting import Interruptible, call_with_deadline, detach_from_hub, wait_for
+from greenmongo.hub.waiting import Interrupted, call_with_deadline, detach_from_hub
+from greenmongo.hub.worker import BackgroundWorker
 from greenmongo.logs.topology import TopologyLogger
 from greenmongo.monitoring.topology import (
     ServerHeartbeatFailedEvent,
@@ -92,18 +92,18 @@ class MonitorSettings:
         return self.connect_timeout or None
 
 
-class _CheckCancelled(BaseException):
-    """Thrown into the monitor greenlet: an application error or close() cancelled the check.
-
-    A BaseException so no ``except Exception`` on the way can swallow it.
-    """
+class _CheckCancelled(Interrupted):
+    """Thrown into the monitor greenlet: an application error cancelled the check in progress."""
 
 
-class Monitor:
+class Monitor(BackgroundWorker):
     """Monitors one server for one topology. ``start()`` spawns the greenlet; ``stop()`` ends it."""
+
+    stop_reason = "monitor stopped"
 
     def __init__(self, address: Address, topology: Any, settings: MonitorSettings,
                  listeners: Sequence[Any] = (), logger: Optional[TopologyLogger] = None) -> None:
+        super().__init__()
         self.address = address
         self._topology_ref = weakref.ref(topology)
         self._settings = settings
@@ -114,10 +114,6 @@ class Monitor:
         self._rtt_monitor: Optional[RttMonitor] = None
         self._conn: Any = None
         self._description = ServerDescription(address)
-        self._wake = Event()  # request_check() and stop()
-        self._stopping = Event()  # stop() only: ends even the minimum-delay sleep
-        self._stopped = False
-        self._io = Interruptible()
         self.checks = 0
 
     def __repr__(self) -> str:
@@ -129,92 +125,78 @@ class Monitor:
     @property
     def greenlets(self) -> Tuple[gevent.Greenlet, ...]:
         """The monitor's greenlet and, once streaming, its RTT greenlet."""
-        out = [g for g in (self._io.greenlet,) if g is not None]
-        if self._rtt_monitor is not None and self._rtt_monitor.greenlet is not None:
-            out.append(self._rtt_monitor.greenlet)
-        return tuple(out)
+        rtt = self._rtt_monitor.greenlets if self._rtt_monitor is not None else ()
+        return super().greenlets + rtt
 
     @property
     def rtt_monitor(self) -> Optional[RttMonitor]:
         return self._rtt_monitor
 
-    def start(self) -> None:
-        if self._io.greenlet is None and not self._stopped:
-            self._io.greenlet = gevent.spawn(self._run)
-
     def request_check(self) -> None:
         """Check soon (after the 500 ms minimum). A request made during a check is kept, not dropped:
         that check may be the one an application error is about to cancel."""
-        self._wake.set()
+        self.wake()
 
     def cancel_check(self) -> None:
         """Abandon the check in progress and its connection (an application network error said enough)."""
-        if not self._io.interrupt(lambda: _CheckCancelled("check cancelled")):
+        if not self.interrupt(lambda: _CheckCancelled("check cancelled")):
             self._close_connection("check cancelled")
 
     def stop(self) -> None:
         """End the greenlets promptly (interrupting any check); non-blocking and idempotent."""
-        if self._stopped:
-            return
-        self._stopped = True
-        self._stopping.set()
-        self._wake.set()
+        super().stop()
         if self._rtt_monitor is not None:
             self._rtt_monitor.stop()
-        if not self._io.interrupt(lambda: _CheckCancelled("monitor stopped")):
-            self._close_connection("monitor stopped")
+
+    def release(self) -> None:
+        self._close_connection("monitor stopped")
 
     # -- the greenlet ----------------------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            while not self._stopped:
-                previous = self._description
-                try:
-                    description, failure = self._check(previous)
-                except _CheckCancelled:
-                    if self._stopped:
-                        return
-                    # The topology marked the server Unknown and cancelled us: wait, then reconnect.
-                    self._description = ServerDescription(self.address)
-                    self._wait()
-                    continue
-                self._description = description
-                self.checks += 1
-                topology = self._topology_ref()
-                if topology is None:
-                    return
-                topology._apply_check(self, description, failure)
-                topology = None
-                if self._stopped:
-                    return
-                if failure is not None:
-                    if failure.retry_immediately:
-                        continue
-                else:
-                    streaming_server = description.topology_version is not None
-                    if self._settings.streaming and streaming_server and self._rtt_monitor is None:
-                        self._start_rtt_monitor()
-                    conn = self._conn
-                    if check_again_immediately(description, streaming_enabled=self._settings.streaming,
-                                               connection_streaming=conn is not None and conn.more_to_come):
-                        continue
+    def run(self) -> None:
+        while not self._stopped:
+            previous = self._description
+            try:
+                description, failure = self._check(previous)
+            except _CheckCancelled:
+                # The topology marked the server Unknown and cancelled us: wait, then reconnect.
+                self._description = ServerDescription(self.address)
                 self._wait()
-        except gevent.GreenletExit:
-            pass
-        finally:
-            self._close_connection("monitor stopped")
-            if self._rtt_monitor is not None:
-                self._rtt_monitor.stop()
+                continue
+            self._description = description
+            self.checks += 1
+            topology = self._topology_ref()
+            if topology is None:
+                return
+            topology._apply_check(self, description, failure)
+            topology = None
+            if self._stopped:
+                return
+            if failure is not None:
+                if failure.retry_immediately:
+                    continue
+            else:
+                streaming_server = description.topology_version is not None
+                if self._settings.streaming and streaming_server and self._rtt_monitor is None:
+                    self._start_rtt_monitor()
+                conn = self._conn
+                if check_again_immediately(description, streaming_enabled=self._settings.streaming,
+                                           connection_streaming=conn is not None and conn.more_to_come):
+                    continue
+            self._wait()
+
+    def cleanup(self) -> None:
+        self._close_connection("monitor stopped")
+        if self._rtt_monitor is not None:
+            self._rtt_monitor.stop()
 
     def _wait(self) -> None:
         """Sleep up to heartbeatFrequencyMS (woken by request_check), at least the 500 ms minimum."""
         started = monotonic()
-        wait_for(self._wake, self._settings.heartbeat_frequency)
-        self._wake.clear()
+        self.sleep(self._settings.heartbeat_frequency)
         remaining = MIN_HEARTBEAT_FREQUENCY - (monotonic() - started)
         if remaining > 0 and not self._stopped:
-            wait_for(self._stopping, remaining)
+            self.sleep(remaining, wakeable=False)
 
     def _start_rtt_monitor(self) -> None:
         settings = self._settings
@@ -243,8 +225,7 @@ class Monitor:
         self._heartbeat_started(awaited, conn)
         started = monotonic()
         try:
-            self._io.active = True
-            try:
+            with self.interruptible():
                 if conn is None:
                     conn = settings.connect(self.address)
                     self._conn = conn
@@ -262,9 +243,7 @@ class Monitor:
                     reply = call_with_deadline(settings.check_timeout, f"{where} (hello)", conn.command, "admin",
                                                self._hello_command(conn, None), timeout=None)
                     self.rtt.add_sample(monotonic() - started)
-            finally:
-                self._io.active = False
-        except _CheckCancelled as exc:
+        except Interrupted as exc:  # cancelled, or the monitor stopped
             self._after_failure(awaited, monotonic() - started, AutoReconnect(f"{where}: {exc}"), conn)
             raise
         except Exception as exc:

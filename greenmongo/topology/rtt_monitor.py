@@ -13,77 +13,51 @@ from __future__ import annotations
 from time import monotonic
 from typing import Any, Callable, Optional
 
-import gevent
-from gevent.event import Event
-
-from greenmongo.hub.waiting import Interruptible, call_with_deadline, detach_from_hub, wait_for
+from greenmongo.hub.waiting import call_with_deadline, detach_from_hub
+from greenmongo.hub.worker import BackgroundWorker
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.rtt import RoundTripTimes
 
 
-class _Stopped(BaseException):
-    """Thrown into the RTT greenlet to abandon a ping when the monitor stops."""
-
-
-class RttMonitor:
+class RttMonitor(BackgroundWorker):
     """Measures one server's round trip time every ``heartbeat_frequency`` seconds."""
+
+    stop_reason = "RTT monitor stopped"
 
     def __init__(self, address: Address, rtt: RoundTripTimes, *, heartbeat_frequency: float,
                  io_timeout: Optional[float], connect: Callable[[], Any]) -> None:
         """``connect()`` opens a handshaken, unauthenticated connection (its duration is the first sample)."""
+        super().__init__()
         self.address = address
         self.rtt = rtt
         self._heartbeat_frequency = heartbeat_frequency
         self._io_timeout = io_timeout
         self._connect = connect
         self._conn: Any = None
-        self._stopped = False
-        self._wake = Event()
-        self._io = Interruptible()
         self.samples_taken = 0
-
-    @property
-    def greenlet(self) -> Optional[gevent.Greenlet]:
-        return self._io.greenlet
-
-    def start(self) -> None:
-        if self._io.greenlet is None and not self._stopped:
-            self._io.greenlet = gevent.spawn(self._run)
-
-    def stop(self) -> None:
-        """Stop promptly: wake the wait, abandon a ping in progress, close the connection."""
-        self._stopped = True
-        self._wake.set()
-        if not self._io.interrupt(_Stopped):
-            self._close()
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close("RTT monitor stopped")
 
-    def _run(self) -> None:
-        try:
-            while not self._stopped:
-                try:
-                    self.rtt.add_sample(self._ping())
-                    self.samples_taken += 1
-                except Exception:
-                    # The monitor owns resetting the average; just reconnect next time.
-                    self._close()
-                if self._stopped:
-                    return
-                wait_for(self._wake, self._heartbeat_frequency)
-                self._wake.clear()
-        except (_Stopped, gevent.GreenletExit):
-            pass
-        finally:
-            self._close()
+    release = cleanup = _close  # stop() outside a ping closes the connection at once; the greenlet at its end
+
+    def run(self) -> None:
+        while not self._stopped:
+            try:
+                self.rtt.add_sample(self._ping())
+                self.samples_taken += 1
+            except Exception:
+                # The monitor owns resetting the average; just reconnect next time.
+                self._close()
+            if self._stopped:
+                return
+            self.sleep(self._heartbeat_frequency)
 
     def _ping(self) -> float:
         started = monotonic()
-        self._io.active = True
-        try:
+        with self.interruptible():
             if self._conn is None or self._conn.closed:
                 self._conn = None
                 conn = self._connect()
@@ -98,5 +72,3 @@ class RttMonitor:
             call_with_deadline(self._io_timeout, f"{format_address(self.address)} (RTT hello)",
                                conn.command, "admin", command, timeout=None)
             return monotonic() - started
-        finally:
-            self._io.active = False

@@ -20,10 +20,7 @@ import logging
 import weakref
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-import gevent
-from gevent.event import Event
-
-from greenmongo.hub.waiting import Interruptible, wait_for
+from greenmongo.hub.worker import BackgroundWorker
 from greenmongo.options.seedlist import normalize_hostname, srv_domain, srv_query_name
 from greenmongo.sdam.address import Address
 from greenmongo.sdam.topology_type import TopologyType
@@ -55,12 +52,15 @@ def verified_hosts(hostname: str, records: Sequence[Tuple[str, int]],
     return hosts
 
 
-class SrvPoller:
+class SrvPoller(BackgroundWorker):
     """Periodically re-resolves ``_{service}._tcp.{hostname}`` and feeds the result to the topology."""
+
+    stop_reason = "SRV poller stopped"
 
     def __init__(self, topology: Any, hostname: str, resolver: Any, *, service_name: str = "mongodb",
                  heartbeat_frequency: float, dns_timeout: Optional[float] = None,
                  min_interval: float = MIN_RESCAN_INTERVAL) -> None:
+        super().__init__()
         self._topology_ref = weakref.ref(topology)
         self.hostname = normalize_hostname(hostname)
         self.query_name = srv_query_name(self.hostname, service_name)
@@ -69,65 +69,44 @@ class SrvPoller:
         self._dns_timeout = dns_timeout or DEFAULT_DNS_TIMEOUT
         self._min_interval = min_interval
         self.interval = min_interval  # after the initial seedlist discovery
-        self._wake = Event()
-        self._stopped = False
-        self._io = Interruptible()
         self.rescans = 0
 
-    @property
-    def greenlet(self) -> Optional[gevent.Greenlet]:
-        return self._io.greenlet
-
-    def start(self) -> None:
-        if self._io.greenlet is None and not self._stopped:
-            self._io.greenlet = gevent.spawn(self._run)
-
-    def stop(self) -> None:
-        self._stopped = True
-        self._wake.set()
-        self._io.interrupt(gevent.GreenletExit)
-
-    def _run(self) -> None:
-        try:
-            while not self._stopped:
-                wait_for(self._wake, self.interval)
-                if self._stopped:
-                    return
-                topology = self._topology_ref()
-                if topology is None or topology.description.topology_type not in _POLLED_TYPES:
-                    return  # the spec: rescans only for Sharded (or not yet known) topologies
-                topology = None
-                hosts, ttl = self._lookup()
-                self.rescans += 1
-                if self._stopped:
-                    return
-                if not hosts:
-                    self.interval = self._heartbeat_frequency
-                    continue
-                self.interval = max(ttl, self._min_interval) if ttl is not None else self._min_interval
-                topology = self._topology_ref()
-                if topology is None:
-                    return
-                topology.apply_srv_hosts(hosts)
-                topology = None
-        except gevent.GreenletExit:
-            pass
+    def run(self) -> None:
+        while not self._stopped:
+            self.sleep(self.interval)
+            if self._stopped:
+                return
+            topology = self._topology_ref()
+            if topology is None or topology.description.topology_type not in _POLLED_TYPES:
+                return  # the spec: rescans only for Sharded (or not yet known) topologies
+            topology = None
+            hosts, ttl = self._lookup()
+            self.rescans += 1
+            if self._stopped:
+                return
+            if not hosts:
+                self.interval = self._heartbeat_frequency
+                continue
+            self.interval = max(ttl, self._min_interval) if ttl is not None else self._min_interval
+            topology = self._topology_ref()
+            if topology is None:
+                return
+            topology.apply_srv_hosts(hosts)
+            topology = None
 
     def _lookup(self) -> Tuple[List[Address], Optional[float]]:
         """Verified hosts and the smallest TTL; ([], None) after any failure (logged, never raised)."""
         resolver = self._resolver
-        self._io.active = True
         try:
-            with_ttl = getattr(resolver, "resolve_srv_with_ttl", None)
-            if with_ttl is not None:
-                records, ttl = with_ttl(self.query_name, self._dns_timeout)
-            else:
-                records, ttl = resolver.resolve_srv(self.query_name, self._dns_timeout), None
+            with self.interruptible():
+                with_ttl = getattr(resolver, "resolve_srv_with_ttl", None)
+                if with_ttl is not None:
+                    records, ttl = with_ttl(self.query_name, self._dns_timeout)
+                else:
+                    records, ttl = resolver.resolve_srv(self.query_name, self._dns_timeout), None
         except Exception as exc:
             LOGGER.info("SRV rescan of %s failed, keeping the current hosts: %s", self.query_name, exc)
             return [], None
-        finally:
-            self._io.active = False
         hosts = verified_hosts(self.hostname, list(records or ()), self._rejected)
         if not hosts:
             LOGGER.info("SRV rescan of %s found no valid hosts, keeping the current hosts", self.query_name)
