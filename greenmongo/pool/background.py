@@ -1,10 +1,12 @@
 """Background maintenance: the minPoolSize population and the perished-connection sweep.
 
-One greenlet per pool waits on a ``gevent.event.Event`` *without* a timeout and is woken
-by the pool's state changes (ready, clear, a connection leaving) and by an *unreferenced*
-loop timer; neither keeps ``gevent.get_hub().join()`` or the process alive, whether or not
-the pool is ever closed. The greenlet holds its pool by weak reference only, so a pool
-dropped without ``close()`` is collected and its greenlet killed by a finalizer.
+One :class:`~greenmongo.hub.worker.BackgroundWorker` per pool sleeps (an unreferenced
+timer every maintenance interval, none when there is nothing periodic to do) and is woken
+by the pool's state changes (ready, clear, a connection leaving); nothing it does keeps
+``gevent.get_hub().join()`` or the process alive, whether or not the pool is ever closed.
+It holds its pool by weak reference only, so a pool dropped without ``close()`` is
+collected and a finalizer stops the worker. ``close()`` stops it too, interrupting a
+maintenance run in progress.
 
 Population runs in short-lived greenlets (at most maxConnecting at a time); each reserves
 its pending slot when it starts, so killing one that never started leaks nothing.
@@ -14,12 +16,11 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import gevent
-from gevent.event import Event
-from gevent.hub import get_hub
 
+from greenmongo.hub.worker import BackgroundWorker
 from greenmongo.logs.pool import CONNECTION_LOGGER
 from greenmongo.pool.model import PoolState
 
@@ -29,35 +30,63 @@ if TYPE_CHECKING:
 _DEFAULT_MAINTENANCE_INTERVAL = 10.0  # seconds between idle sweeps / minPoolSize retries
 
 
+class MaintenanceWorker(BackgroundWorker):
+    """The pool's background greenlet: a maintenance run per wake-up or interval."""
+
+    stop_reason = "pool closed"
+
+    def __init__(self, pool: "Pool", interval: Optional[float]) -> None:
+        super().__init__()
+        self._pool_ref = weakref.ref(pool)
+        self._interval = interval
+
+    def run(self) -> None:
+        while True:
+            self.sleep(self._interval)
+            pool = self._pool_ref()
+            if self._stopped or pool is None or pool._state == PoolState.CLOSED:
+                return
+            try:
+                with self.interruptible():  # close() may end a run (its listener calls) at once
+                    pool._run_maintenance()
+            except Exception:
+                CONNECTION_LOGGER.exception("connection pool maintenance failed for %r", pool.address)
+            finally:
+                pool = None
+
+
 class BackgroundMaintenance:
     """Mixin of :class:`greenmongo.pool.core.Pool`: the background half of the pool."""
 
 
+    _background: Optional[MaintenanceWorker]
+
     def _start_maintenance(self) -> None:
         interval = self.opts.maintenance_interval
-        if self._maintenance is not None or self._state == PoolState.CLOSED:
+        if self._background is not None or self._state == PoolState.CLOSED:
             return
         if interval is not None and interval < 0:
             return  # never run (test format: backgroundThreadIntervalMS = -1)
-        self._wake = wake = Event()
-        self._maintenance = glet = gevent.spawn(_maintenance_loop, weakref.ref(self), wake)
         if interval is None and (self._min_pool_size or self._max_idle):
             interval = min(self._max_idle or _DEFAULT_MAINTENANCE_INTERVAL, _DEFAULT_MAINTENANCE_INTERVAL)
-        if interval:
-            # Unreferenced: this timer never keeps the loop (hub.join(), the process) alive.
-            self._timer = get_hub().loop.timer(interval, interval, ref=False)
-            self._timer.start(wake.set)
-        # If the pool is dropped without close(), stop the timer and end the greenlet.
-        finalizer = weakref.finalize(self, _stop_background, self._timer, glet, wake)
+        self._background = worker = MaintenanceWorker(self, interval or None)
+        worker.start()
+        # If the pool is dropped without close(), end the greenlet.
+        finalizer = weakref.finalize(self, worker.stop)
         finalizer.atexit = False
 
     def _stop_maintenance(self) -> None:
-        _stop_background(self._timer, self._maintenance, self._wake)
-        self._timer = None
+        if self._background is not None:
+            self._background.stop()
 
     def _wake_maintenance(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
+        if self._background is not None:
+            self._background.wake()
+
+    @property
+    def _maintenance(self) -> Optional[gevent.Greenlet]:
+        """The maintenance greenlet (None before the first ready(), or when it never runs)."""
+        return self._background.greenlet if self._background is not None else None
 
     def _needs_population(self) -> bool:
         upcoming = self._total + len(self._populators_starting)
@@ -124,29 +153,3 @@ class BackgroundMaintenance:
     def _populate_failed(self, error: BaseException) -> None:
         if self._on_populate_error is not None:
             self._on_populate_error(error)
-
-
-def _maintenance_loop(pool_ref: "weakref.ref[Pool]", wake: Event) -> None:
-    """The background greenlet. Waits without a timeout, so it never pins the hub."""
-    while True:
-        wake.wait()
-        wake.clear()
-        pool = pool_ref()
-        if pool is None or pool._state == PoolState.CLOSED:
-            return
-        try:
-            pool._run_maintenance()
-        except Exception:
-            CONNECTION_LOGGER.exception("connection pool maintenance failed for %r", pool.address)
-        finally:
-            pool = None
-
-
-def _stop_background(timer: Any, glet: Any, wake: Optional[Event]) -> None:
-    if timer is not None:
-        timer.stop()
-        timer.close()
-    if wake is not None:
-        wake.set()  # the loop sees the closed (or vanished) pool and returns
-    if glet is not None and not glet.dead and glet is not gevent.getcurrent():
-        glet.kill(block=False)

@@ -11,16 +11,14 @@ from time import monotonic
 from typing import Any, Callable, Dict, Iterable, Optional
 
 import gevent
-from gevent.event import Event
-from gevent.hub import get_hub
-from gevent.timeout import Timeout
 
 from greenmongo.errors import InvalidOperation, PoolClearedError, WaitQueueTimeoutError
+from greenmongo.hub.waiting import Interrupted, Interruptible, wait_woken
 from greenmongo.logs.pool import ConnectionLogger
 from greenmongo.monitoring.pool import ConnectionCheckOutFailedReason as _Failed
 from greenmongo.monitoring.pool import ConnectionClosedReason as _Closed
 from greenmongo.monitoring.pool import _PoolEventPublisher
-from greenmongo.pool.background import BackgroundMaintenance
+from greenmongo.pool.background import BackgroundMaintenance, MaintenanceWorker
 from greenmongo.pool.events import PoolEvents
 from greenmongo.pool.model import (
     ConnectionFactory,
@@ -37,11 +35,8 @@ from greenmongo.pool.waitqueue import FAILED, GONE, HANDED_CONNECTION, HANDED_SL
 SLOT_RESERVED: Any = object()  # what a checkout holds when it must establish a connection itself
 
 
-class _Interrupted(BaseException):
-    """Thrown into a greenlet establishing a connection that ``clear(interrupt...)`` cancelled.
-
-    A BaseException so a factory's ``except Exception`` wrapping cannot swallow it.
-    """
+class _Interrupted(Interrupted):
+    """Thrown into a greenlet establishing a connection that ``clear(interrupt...)`` cancelled."""
 
 
 _fork_epoch = 0
@@ -92,16 +87,14 @@ class Pool(PoolEvents, BackgroundMaintenance):
         self._available: deque = deque()  # PooledConnection, most recently used on the right
         self._in_use: Dict[int, PooledConnection] = {}  # id(conn) -> record
         self._waiters: deque = deque()
-        self._establishing: Dict[PooledConnection, Any] = {}  # record -> establishing greenlet
+        self._establishing: Dict[PooledConnection, Interruptible] = {}  # record -> its establishment
         self._clear_cause: Optional[BaseException] = None
         self._pinned = {"cursor": 0, "transaction": 0}
         self._fork_epoch = _fork_epoch
 
         # Background maintenance: created on the first ready().
         self._populating_enabled = False
-        self._wake: Optional[Event] = None
-        self._maintenance: Optional[gevent.Greenlet] = None
-        self._timer: Any = None
+        self._background: Optional[MaintenanceWorker] = None
         self._populators: set = set()  # greenlets establishing for minPoolSize
         self._populators_starting: set = set()  # spawned, not yet counted as pending
 
@@ -325,25 +318,16 @@ class Pool(PoolEvents, BackgroundMaintenance):
             timeout = remaining if timeout is None else min(timeout, remaining)
         entry = WaitQueueEntry()
         self._waiters.append(entry)
-        timer = None
         try:
-            if timeout is not None:
-                timer = Timeout(max(timeout, 0.0))
-                timer.start()
-            entry.waiter.get()
+            woken = wait_woken(entry.waiter, timeout)
         except BaseException as exc:
-            if exc is timer and entry.outcome in (HANDED_CONNECTION, HANDED_SLOT, FAILED):
-                pass  # served in the same loop turn as our timer fired: keep what we got
-            else:
-                self._abandon(entry)
-                if exc is timer:
-                    raise self._fail_checkout(_Failed.TIMEOUT, started, WaitQueueTimeoutError(
-                        self._timeout_message())) from None
-                self._fail_checkout_quietly(exc, started)
-                raise
-        finally:
-            if timer is not None:
-                timer.close()
+            self._abandon(entry)
+            self._fail_checkout_quietly(exc, started)
+            raise
+        # Timed out unless served in the same loop turn as the timer fired (then keep what we got).
+        if not woken and entry.outcome not in (HANDED_CONNECTION, HANDED_SLOT, FAILED):
+            self._abandon(entry)
+            raise self._fail_checkout(_Failed.TIMEOUT, started, WaitQueueTimeoutError(self._timeout_message()))
         if entry.outcome == FAILED:
             entry.outcome = GONE
             raise self._fail_checkout(entry.reason, started, entry.value)
@@ -412,18 +396,15 @@ class Pool(PoolEvents, BackgroundMaintenance):
         On any exception the slot is released, ``on_error`` runs, ConnectionClosed is
         emitted and the exception propagates (an interruption as PoolClearedError).
         """
-        self._establishing[record] = gevent.getcurrent()
+        establishment = self._establishing[record] = Interruptible(gevent.getcurrent())
         failure: Optional[BaseException] = None
         interrupted = False
         try:
             self._event_created(record.id)
             if record.interrupted:
                 raise _Interrupted()
-            record.in_factory = True
-            try:
+            with establishment:  # clear(interrupt_in_use_connections=True) may throw into the factory
                 conn = self._factory(record.id)
-            finally:
-                record.in_factory = False
             if record.interrupted:
                 close_quietly(conn)
                 raise _Interrupted()
@@ -567,19 +548,11 @@ class Pool(PoolEvents, BackgroundMaintenance):
             if targeted(record):
                 record.interrupted = True
                 close_quietly(record.conn)
-        loop = None
-        for record, glet in list(self._establishing.items()):
+        for record, establishment in list(self._establishing.items()):
             if self._load_balanced and service_id is not None:
                 continue  # its service is unknown until the handshake ends
-            record.interrupted = True
-            if record.in_factory:
-                loop = loop or get_hub().loop
-                loop.run_callback(self._deliver_interrupt, record, glet)
-
-    def _deliver_interrupt(self, record: PooledConnection, glet: Any) -> None:
-        # Runs in the hub: the target is suspended, so this check cannot race.
-        if record.in_factory and self._establishing.get(record) is glet and not glet.dead:
-            glet.throw(_Interrupted())
+            record.interrupted = True  # seen after the factory returns, if the throw cannot land
+            establishment.interrupt(_Interrupted)
 
     def _reset_after_fork(self) -> None:
         """In a forked child the parent's sockets are shared: never reuse them."""

@@ -95,7 +95,7 @@ class PooledConnection:
     """The pool's record of one connection: identity, generation, use and pinning."""
 
     __slots__ = ("conn", "id", "generation", "service_id", "created_at", "last_used", "pinned",
-                 "interrupted", "in_factory", "for_pool")
+                 "interrupted", "for_pool")
 
     def __init__(self, connection_id: int, generation: int) -> None:
         self.conn: Any = None
@@ -106,7 +106,6 @@ class PooledConnection:
         self.last_used = self.created_at
         self.pinned: Optional[str] = None  # "cursor" / "transaction" (load-balanced mode)
         self.interrupted = False  # clear(interrupt_in_use_connections=True) reached it
-        self.in_factory = False  # its greenlet is inside the factory right now
         self.for_pool = False  # established by the background for minPoolSize, not for a checkout
 
     def __repr__(self) -> str:
