@@ -14,6 +14,9 @@ A check is one of:
 * a plain hello (polling).
 
 Streaming replies take their RTT from a separate :class:`RttMonitor`.
+Heartbeat events and log messages go through the topology's ordered publisher,
+so they keep their place among the SDAM events and a slow listener never
+delays a check.
 Every wait uses unreferenced timers and the monitoring socket's watchers are
 unreferenced, so monitors never keep ``gevent.get_hub().join()`` waiting.
 The greenlet holds the topology only by weak reference.
@@ -30,6 +33,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 import gevent
 
 from greenmongo.errors import AutoReconnect, ConfigurationError
+from greenmongo.hub.publisher import OrderedPublisher
 from greenmongo.hub.waiting import Interrupted, call_with_deadline, detach_from_hub
 from greenmongo.hub.worker import BackgroundWorker
 from greenmongo.logs.topology import TopologyLogger
@@ -102,7 +106,9 @@ class Monitor(BackgroundWorker):
     stop_reason = "monitor stopped"
 
     def __init__(self, address: Address, topology: Any, settings: MonitorSettings,
-                 listeners: Sequence[Any] = (), logger: Optional[TopologyLogger] = None) -> None:
+                 listeners: Sequence[Any] = (), logger: Optional[TopologyLogger] = None,
+                 publisher: Optional[OrderedPublisher] = None) -> None:
+        """``publisher`` is the topology's (events stay in order with its SDAM events)."""
         super().__init__()
         self.address = address
         self._topology_ref = weakref.ref(topology)
@@ -110,6 +116,7 @@ class Monitor(BackgroundWorker):
         self._listeners = tuple(listener for listener in listeners
                                 if isinstance(listener, ServerHeartbeatListener))
         self._logger = logger
+        self._publish = (publisher or OrderedPublisher()).publish
         self.rtt = RoundTripTimes()
         self._rtt_monitor: Optional[RttMonitor] = None
         self._conn: Any = None
@@ -291,19 +298,21 @@ class Monitor(BackgroundWorker):
 
     def _heartbeat_started(self, awaited: bool, conn: Any) -> None:
         if self._listeners:
-            publish(self._listeners, ServerHeartbeatStartedEvent(self.address, awaited))
+            self._publish(publish, self._listeners, ServerHeartbeatStartedEvent(self.address, awaited))
         if self._logger is not None and self._logger.enabled():
-            self._logger.heartbeat_started(self.address, awaited, *self._ids(conn))
+            self._publish(self._logger.heartbeat_started, self.address, awaited, *self._ids(conn))
 
     def _heartbeat_succeeded(self, awaited: bool, duration: float, reply: Any, conn: Any) -> None:
         if self._listeners:
-            publish(self._listeners, ServerHeartbeatSucceededEvent(duration, reply, self.address, awaited))
+            self._publish(publish, self._listeners, ServerHeartbeatSucceededEvent(duration, reply, self.address,
+                                                                                  awaited))
         if self._logger is not None and self._logger.enabled():
-            self._logger.heartbeat_succeeded(self.address, awaited, duration, reply, *self._ids(conn))
+            self._publish(self._logger.heartbeat_succeeded, self.address, awaited, duration, reply,
+                          *self._ids(conn))
 
     def _heartbeat_failed(self, awaited: bool, duration: float, error: BaseException, conn: Any) -> None:
         if self._listeners:
             event = ServerHeartbeatFailedEvent(duration, error, self.address, awaited)  # type: ignore[arg-type]
-            publish(self._listeners, event)
+            self._publish(publish, self._listeners, event)
         if self._logger is not None and self._logger.enabled():
-            self._logger.heartbeat_failed(self.address, awaited, duration, error, *self._ids(conn))
+            self._publish(self._logger.heartbeat_failed, self.address, awaited, duration, error, *self._ids(conn))

@@ -6,9 +6,14 @@ replaced on every change, read without a lock) and one
 changes the description - a monitor's check, an application error, an SRV
 rescan, open and close - runs the pure SDAM core under one lock and applies
 its side effects there: start or stop servers, mark pools ready, clear them,
-request checks, publish SDAM events and log messages in order. Each change
-then sets (and replaces) a ``gevent.event.Event``, which is what
-``select_server`` waits on: no polling, no timers while nothing changes.
+request checks. Each change then sets (and replaces) a ``gevent.event.Event``,
+which is what ``select_server`` waits on: no polling, no timers while nothing
+changes. The SDAM events and log messages of a change (and the CMAP ones of its
+pools) are queued under the lock and delivered after it is released, through the
+topology's :class:`~greenmongo.hub.publisher.OrderedPublisher` that its monitors
+and pools share: in the order of the changes, one at a time, and no listener
+ever runs while the lock is held - a slow listener holds neither an operation's
+error handling nor a monitor's next update.
 
 Load-balanced mode has one LoadBalancer server and no monitor. An unclosed
 Topology never keeps the hub alive, and one dropped without ``close()`` has
@@ -33,6 +38,7 @@ from gevent.event import Event
 from gevent.lock import RLock
 
 from greenmongo.auth import AuthCache, Authenticator
+from greenmongo.hub.publisher import OrderedPublisher
 from greenmongo.errors import (
     ConfigurationError,
     InvalidOperation,
@@ -132,6 +138,7 @@ class Topology:
             streaming=self._streaming, connect=lambda address: open_connection(address, monitor_connection))
 
         self._lock = RLock()
+        self._publisher = OrderedPublisher()  # every listener call of this topology, its monitors and pools
         self._description = TopologyDescription.initial(settings)
         self._servers: Dict[Address, Server] = {}
         self._changed = Event()
@@ -217,7 +224,7 @@ class Topology:
             raise InvalidOperation("Cannot use a Topology after close()")
         if self._opened:
             return
-        with self._lock:
+        with self._changing():
             if self._opened or self._closed:
                 return
             self._opened = True
@@ -262,7 +269,7 @@ class Topology:
             self._finish_close()
 
     def _finish_close(self) -> None:
-        with self._lock:
+        with self._changing():
             servers = list(self._servers.values())
             for server in servers:
                 server.pool.close()
@@ -455,7 +462,7 @@ class Topology:
         server Unknown and request a check; network errors mark it Unknown,
         clear its pool and cancel the monitor's check; stale errors change nothing.
         """
-        with self._lock:
+        with self._changing():
             server = self._servers.get(address)
             if server is None or self._closed:
                 return IGNORED
@@ -482,7 +489,7 @@ class Topology:
 
     def _apply_check(self, monitor: Monitor, description: ServerDescription, failure: Any) -> None:
         """A monitor's check outcome; ``failure`` is its CheckFailureDecision (None on success)."""
-        with self._lock:
+        with self._changing():
             if self._closed:
                 return
             server = self._servers.get(monitor.address)
@@ -495,7 +502,7 @@ class Topology:
 
     def apply_srv_hosts(self, hosts: Sequence[Address]) -> None:
         """An SRV rescan's verified hosts: drop the gone, add the new (up to srvMaxHosts)."""
-        with self._lock:
+        with self._changing():
             if self._closed:
                 return
             previous = self._description
@@ -514,6 +521,13 @@ class Topology:
             self._notify()
 
     # -- applying changes (lock held) ------------------------------------------------------------
+
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """The lock for one change; the listener calls it queues are delivered once it is released."""
+        with self._publisher.batch():
+            with self._lock:
+                yield
 
     def _commit(self, update: TopologyUpdate, server: Optional[Server]) -> None:
         """Install ``update`` and carry out its side effects, in the order SDAM requires."""
@@ -546,13 +560,12 @@ class Topology:
         fired.set()
 
     def _emit(self, events: Sequence[Any]) -> None:
+        """Queue SDAM events (and their log messages) for delivery after the change (see _changing)."""
         if not events:
             return
-        if self._listeners:
-            publish_all(self._listeners, events)
-        if self._logger.enabled():
-            for event in events:
-                self._logger.event(event)
+        logger = self._logger if self._logger.enabled() else None
+        if self._listeners or logger is not None:
+            self._publisher.publish(_deliver_events, self._listeners, logger, tuple(events))
 
     def _add_server(self, address: Address) -> Server:
         """Create (not start) the Server for a new address."""
@@ -576,10 +589,12 @@ class Topology:
                                     is_auth_error=isinstance(error, OperationFailure))
 
         pool = Pool(address, pooled_connection_factory(address, open_pooled, make_authenticator),
-                    self._pool_options, self._listeners, on_populate_error=on_populate_error)
+                    self._pool_options, self._listeners, on_populate_error=on_populate_error,
+                    publisher=self._publisher)
         monitor = None
         if not self._settings.load_balanced:
-            monitor = Monitor(address, self, self._monitor_settings, self._listeners, self._logger)
+            monitor = Monitor(address, self, self._monitor_settings, self._listeners, self._logger,
+                              publisher=self._publisher)
         server = Server(address, self, pool, monitor)
         server_box.append(weakref.ref(server))
         self._servers[address] = server
@@ -611,6 +626,14 @@ class _AnyMember:
 
 
 _ANY_READ = _AnyMember()
+
+
+def _deliver_events(listeners: Sequence[Any], logger: Optional[TopologyLogger], events: Sequence[Any]) -> None:
+    if listeners:
+        publish_all(listeners, events)
+    if logger is not None:
+        for event in events:
+            logger.event(event)
 
 
 def _abandon(servers: Dict[Address, Server], pollers: List[SrvPoller]) -> None:
