@@ -138,6 +138,73 @@ def test_context_manager_checks_in_on_error_and_on_kill() -> None:
     assert_at_rest(pool, 1)
 
 
+class Blocking(ConnectionPoolListener):
+    """Blocks in the first call of ``method`` until ``gate`` is set; records every event and its greenlet."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.gate = gevent.event.Event()
+        self.entered = gevent.event.Event()
+        self.events: List[Any] = []
+        self.by: List[Any] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith(("pool_", "connection_")):
+            return lambda event: self._add(name, event)
+        return super().__getattribute__(name)
+
+    def _add(self, name: str, event: Any) -> None:
+        self.events.append(type(event).__name__)
+        self.by.append(gevent.getcurrent())
+        if name == self.method and not self.entered.is_set():
+            self.entered.set()
+            self.gate.wait()
+
+
+@pytest.mark.parametrize("method", ["connection_checked_in", "connection_created", "connection_check_out_started"])
+def test_kill_in_its_own_listener_call_leaves_the_pool_at_rest(method: str) -> None:
+    listener = Blocking(method)
+    pool = make_pool(listeners=[listener], max_pool_size=1)
+
+    def operation() -> None:
+        with pool.checkout():
+            pass
+
+    glet = gevent.spawn(operation)
+    assert listener.entered.wait(1)
+    assert listener.by[-1] is glet  # nobody else was delivering: the operation runs its own listener
+    glet.kill()
+    assert isinstance(glet.value, gevent.GreenletExit)
+    listener.gate.set()
+    assert_at_rest(pool, pool.stats().total)
+    with pool.checkout():  # the pool still serves
+        pass
+    assert_at_rest(pool, 1)
+
+
+def test_a_slow_listener_holds_up_no_other_checkout_and_events_stay_in_order() -> None:
+    listener = Blocking("connection_checked_in")
+    pool = make_pool(listeners=[listener], max_pool_size=2)
+    first = gevent.spawn(lambda: pool.check_in(pool.check_out()))
+    assert listener.entered.wait(1)
+    before = len(listener.events)
+    # Meanwhile another greenlet checks out and in twice, unhindered; its events wait their turn.
+    with gevent.Timeout(1):
+        for _ in range(2):
+            conn = pool.check_out()
+            pool.check_in(conn)
+    assert len(listener.events) == before and not first.dead
+    listener.gate.set()
+    first.join(1)
+    gevent.joinall([glet for glet in set(listener.by) if glet is not gevent.getcurrent()], timeout=1)
+    assert listener.events == [
+        "PoolCreatedEvent", "PoolReadyEvent",
+        "ConnectionCheckOutStartedEvent", "ConnectionCreatedEvent", "ConnectionReadyEvent",
+        "ConnectionCheckedOutEvent", "ConnectionCheckedInEvent",  # the slow one
+    ] + ["ConnectionCheckOutStartedEvent", "ConnectionCheckedOutEvent", "ConnectionCheckedInEvent"] * 2
+    assert_at_rest(pool, 1)
+
+
 # -- clear, interrupt, close ------------------------------------------------------
 
 def test_clear_fails_every_waiter_at_once_with_a_retryable_error() -> None:

@@ -2,9 +2,14 @@
 establishment, use and check-in must leave the pool's counters exactly at rest.
 
 10,000 operations across 1,000 greenlets on a pool of 10; connect, handshake, send and
-receive are ``gevent.sleep(0)`` switches in a fake connection, and listeners switch too so
-that check-in and the event call sites are switch points. Meanwhile a chaos greenlet clears
-(sometimes interrupting in-use and pending connections) and re-readies the pool.
+receive are ``gevent.sleep(0)`` switches in a fake connection, and listeners switch too (they
+check the pool's invariants at every event). Meanwhile a chaos greenlet clears (sometimes
+interrupting in-use and pending connections) and re-readies the pool.
+
+With listeners switching this much, an operation almost never delivers its own events: the
+publisher queues them behind the delivery under way and the operation goes on, so check-in and
+the event call sites are switch points of an operation only when nobody else is delivering.
+Kills landing there are forced deterministically in tests/test_pool_behaviour.py.
 """
 
 from __future__ import annotations
@@ -41,6 +46,10 @@ class Harness:
         self.inject = True
         self.sequence = itertools.count()
         self.queued_at: Dict[Any, int] = {}
+        # Kills and Timeouts are injected into the operations' greenlets only: a listener call
+        # queued behind another greenlet's is delivered by the event publisher's own greenlet,
+        # which holds nothing of the pool's (killing it proves nothing about the pool).
+        self.targets: set = set()
 
     def switch(self, name: str) -> None:
         """A ``gevent.sleep(0)`` switch point. Sometimes a kill() or a Timeout is queued just
@@ -49,7 +58,7 @@ class Harness:
         me = gevent.getcurrent()
         previous = self.phase.get(me)
         self.phase[me] = name
-        if self.inject and self.rng.random() < 0.04:
+        if self.inject and me in self.targets and self.rng.random() < 0.04:
             exception = gevent.GreenletExit() if self.rng.random() < 0.5 else gevent.Timeout()
             gevent.get_hub().loop.run_callback(me.throw, exception)
         try:
@@ -243,6 +252,7 @@ def test_kill_injection_leaves_pool_at_rest(seed: int, overrides: Dict[str, Any]
     pool.ready()
     stop = gevent.event.Event()
     workers = [gevent.spawn(worker, pool, harness) for _ in range(GREENLETS)]
+    harness.targets.update(workers)
     helpers = [gevent.spawn(killer, workers, harness, stop), gevent.spawn(chaos, pool, harness, stop)]
 
     done = gevent.joinall(workers, timeout=60)
@@ -254,8 +264,8 @@ def test_kill_injection_leaves_pool_at_rest(seed: int, overrides: Dict[str, Any]
     assert all(glet.dead for glet in helpers)
     assert not harness.violations, harness.violations[:10]
 
-    # Every switch point was hit by an injected Timeout or kill.
-    for phase in ("checkout", "connect", "handshake", "send", "receive", "checkin"):
+    # Every switch point of the operations was hit by an injected Timeout or kill.
+    for phase in ("checkout", "connect", "handshake", "send", "receive"):
         assert harness.landed[phase] > 0, (phase, harness.landed)
     # The hand-off race ran: waiters killed after being handed a connection (the slot
     # variant is rarer here; tests/test_pool_behaviour.py forces both deterministically).

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterable, Optional
 import gevent
 
 from greenmongo.errors import InvalidOperation, PoolClearedError, WaitQueueTimeoutError
+from greenmongo.hub.publisher import OrderedPublisher
 from greenmongo.hub.waiting import Interrupted, Interruptible, wait_woken
 from greenmongo.logs.pool import ConnectionLogger
 from greenmongo.monitoring.pool import ConnectionCheckOutFailedReason as _Failed
@@ -61,9 +62,12 @@ class Pool(PoolEvents, BackgroundMaintenance):
         options: Optional[PoolOptions] = None,
         event_listeners: Optional[Iterable[Any]] = None,
         on_populate_error: Optional[Callable[[BaseException], None]] = None,
+        publisher: Optional[OrderedPublisher] = None,
     ) -> None:
         """``on_populate_error(error)`` is the SDAM hook for a failed background (minPoolSize)
-        establishment; it runs before that connection's ConnectionClosedEvent."""
+        establishment; it runs before that connection's ConnectionClosedEvent. ``publisher``
+        delivers the pool's listener and log calls (a topology passes its own, so they stay in
+        order with its SDAM events and never run under its lock)."""
         self.address = address
         self.opts = opts = options or PoolOptions()
         self._factory = factory
@@ -75,6 +79,7 @@ class Pool(PoolEvents, BackgroundMaintenance):
         self._load_balanced = opts.load_balanced
         self._publisher = _PoolEventPublisher(address, event_listeners)
         self._publish = bool(self._publisher)
+        self._out = (publisher or OrderedPublisher()).publish
         self._log = ConnectionLogger(address)
 
         self._state = PoolState.PAUSED
@@ -99,9 +104,9 @@ class Pool(PoolEvents, BackgroundMaintenance):
         self._populators_starting: set = set()  # spawned, not yet counted as pending
 
         if self._publish:
-            self._publisher.pool_created(opts.non_default_options)
+            self._out(self._publisher.pool_created, opts.non_default_options)
         if self._log.enabled():
-            self._log.pool_created(opts.non_default_options)
+            self._out(self._log.pool_created, opts.non_default_options)
 
     # -- public API -----------------------------------------------------------
 
@@ -197,9 +202,9 @@ class Pool(PoolEvents, BackgroundMaintenance):
         self._state = PoolState.READY
         try:
             if self._publish:
-                self._publisher.pool_ready()
+                self._out(self._publisher.pool_ready)
             if self._log.enabled():
-                self._log.pool_ready()
+                self._out(self._log.pool_ready)
         finally:
             # Only now may the background create connections: nobody can observe
             # its work before the PoolReadyEvent.
@@ -242,9 +247,9 @@ class Pool(PoolEvents, BackgroundMaintenance):
         self._wake_maintenance()  # close perished available connections promptly
         if announce:
             if self._publish:
-                self._publisher.pool_cleared(service_id, interrupt_in_use_connections)
+                self._out(self._publisher.pool_cleared, service_id, interrupt_in_use_connections)
             if self._log.enabled():
-                self._log.pool_cleared(service_id)
+                self._out(self._log.pool_cleared, service_id)
 
     def close(self) -> None:
         """Close available connections, fail waiters, stop the background; for good."""
@@ -268,9 +273,9 @@ class Pool(PoolEvents, BackgroundMaintenance):
                 self._event_closed(record.id, _Closed.POOL_CLOSED)
         finally:
             if self._publish:
-                self._publisher.pool_closed()
+                self._out(self._publisher.pool_closed)
             if self._log.enabled():
-                self._log.pool_closed()
+                self._out(self._log.pool_closed)
 
     def __repr__(self) -> str:
         return f"<Pool {self.address!r} {self._state} total={self._total} in_use={len(self._in_use)}>"

@@ -1,7 +1,10 @@
 """Event and log emission for the pool, as a mixin of :class:`greenmongo.pool.core.Pool`.
 
 Called only at points where the pool's state is already consistent: a listener or log
-handler that switches, raises or is killed cannot leave a counter wrong.
+handler that switches, raises or is killed cannot leave a counter wrong. Every call goes
+through the pool's :class:`~greenmongo.hub.publisher.OrderedPublisher` (its topology's):
+delivered at once in the emitting greenlet unless a delivery is under way elsewhere, in
+which case it is queued behind it and the emitter goes on.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ class PoolEvents:
     # Provided by Pool.
     _publish: bool
     _publisher: Any
+    _out: Any  # OrderedPublisher.publish: listener and log calls go through it, in order
     _log: Any
     _state: str
 
@@ -33,9 +37,10 @@ class PoolEvents:
         if self._publish or self._log.enabled():
             duration = monotonic() - started
             if self._publish:
-                self._publisher.checkout_failed(reason, duration)
+                self._out(self._publisher.checkout_failed, reason, duration)
             if self._log.enabled():
-                self._log.checkout_failed(reason, duration, error if reason == _Failed.CONN_ERROR else None)
+                self._out(self._log.checkout_failed, reason, duration,
+                          error if reason == _Failed.CONN_ERROR else None)
         return error
 
     def _fail_checkout_quietly(self, exc: BaseException, started: float, establishing: bool = False) -> None:
@@ -55,41 +60,41 @@ class PoolEvents:
 
     def _event_checkout_started(self) -> None:
         if self._publish:
-            self._publisher.checkout_started()
+            self._out(self._publisher.checkout_started)
         if self._log.enabled():
-            self._log.checkout_started()
+            self._out(self._log.checkout_started)
 
     def _event_checked_out(self, connection_id: int, duration: float) -> None:
         if self._publish:
-            self._publisher.checked_out(connection_id, duration)
+            self._out(self._publisher.checked_out, connection_id, duration)
         if self._log.enabled():
-            self._log.checked_out(connection_id, duration)
+            self._out(self._log.checked_out, connection_id, duration)
 
     def _event_checked_in(self, connection_id: int) -> None:
         if self._publish:
-            self._publisher.checked_in(connection_id)
+            self._out(self._publisher.checked_in, connection_id)
         if self._log.enabled():
-            self._log.checked_in(connection_id)
+            self._out(self._log.checked_in, connection_id)
 
     def _event_created(self, connection_id: int) -> None:
         if self._publish:
-            self._publisher.connection_created(connection_id)
+            self._out(self._publisher.connection_created, connection_id)
         if self._log.enabled():
-            self._log.connection_created(connection_id)
+            self._out(self._log.connection_created, connection_id)
 
     def _event_ready(self, record: PooledConnection) -> None:
         if self._publish or self._log.enabled():
             duration = monotonic() - record.created_at
             if self._publish:
-                self._publisher.connection_ready(record.id, duration)
+                self._out(self._publisher.connection_ready, record.id, duration)
             if self._log.enabled():
-                self._log.connection_ready(record.id, duration)
+                self._out(self._log.connection_ready, record.id, duration)
 
     def _event_closed(self, connection_id: int, reason: str, error: Optional[BaseException] = None) -> None:
         if self._publish:
-            self._publisher.connection_closed(connection_id, reason)
+            self._out(self._publisher.connection_closed, connection_id, reason)
         if self._log.enabled():
-            self._log.connection_closed(connection_id, reason, error)
+            self._out(self._log.connection_closed, connection_id, reason, error)
 
     def _event_closed_quietly(self, connection_id: int, reason: str,
                               error: Optional[BaseException] = None) -> None:
