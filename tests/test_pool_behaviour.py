@@ -205,6 +205,23 @@ def test_a_slow_listener_holds_up_no_other_checkout_and_events_stay_in_order() -
     assert_at_rest(pool, 1)
 
 
+def test_perished_connections_are_announced_before_a_connecting_slot_is_taken() -> None:
+    pending_seen: List[int] = []
+
+    class Closed(ConnectionPoolListener):
+        def connection_closed(self, event: Any) -> None:
+            pending_seen.append(pool.stats().pending)
+
+    pool = make_pool(listeners=[Closed()], max_connecting=1)
+    conn = pool.check_out()
+    pool.check_in(conn)
+    conn.closed = True  # perished while available
+    fresh = pool.check_out()
+    assert fresh is not conn and pending_seen == [0]  # the listener ran holding no slot
+    pool.check_in(fresh)
+    assert_at_rest(pool, 1)
+
+
 # -- clear, interrupt, close ------------------------------------------------------
 
 def test_clear_fails_every_waiter_at_once_with_a_retryable_error() -> None:

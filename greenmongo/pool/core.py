@@ -283,32 +283,38 @@ class Pool(PoolEvents, BackgroundMaintenance):
     # -- checkout internals -------------------------------------------------------
 
     def _acquire(self, deadline: Optional[float], started: float, instrumented: bool) -> PooledConnection:
-        if self._state != PoolState.READY:
-            raise self._fail_checkout_not_ready(started)
-        got: Any = None
-        perished: list = []
-        if not self._waiters:
-            # Fast path: nobody queued ahead of us, so we may take without waiting.
-            available = self._available
-            while available:
-                record = available.pop()
-                reason = self._perished_reason(record)
-                if reason is None:
-                    self._in_use[id(record.conn)] = record
-                    got = record
-                    break
-                self._forget(record)
-                perished.append((record, reason))
-            if got is None and self._can_create() and not self._pending_for_pool:
-                self._pending += 1
-                self._total += 1
-                got = SLOT_RESERVED
-        if perished:
-            try:
-                self._close_perished(perished)
-            except BaseException:
-                self._give_back(got)
-                raise
+        while True:
+            if self._state != PoolState.READY:
+                raise self._fail_checkout_not_ready(started)
+            got: Any = None
+            perished: list = []
+            if not self._waiters:
+                # Fast path: nobody queued ahead of us, so we may take without waiting.
+                available = self._available
+                while available:
+                    record = available.pop()
+                    reason = self._perished_reason(record)
+                    if reason is None:
+                        self._in_use[id(record.conn)] = record
+                        got = record
+                        break
+                    self._forget(record)
+                    perished.append((record, reason))
+                # A connecting slot is reserved only when no listener call is due first: the
+                # ConnectionClosed events of perished connections never run while we hold one.
+                if got is None and not perished and self._can_create() and not self._pending_for_pool:
+                    self._pending += 1
+                    self._total += 1
+                    got = SLOT_RESERVED
+            if perished:
+                try:
+                    self._close_perished(perished)
+                except BaseException:
+                    self._give_back(got)
+                    raise
+                if got is None:
+                    continue  # the listeners may have switched: look again from the start
+            break
         if got is None:
             got = self._wait(deadline, started)
         if got is SLOT_RESERVED:
