@@ -16,8 +16,14 @@ only switch points are
 Before each of them the pool's state is already consistent, and what a
 greenlet holds across it (a reserved connecting slot, a handed-off
 connection) is given back in ``finally`` / ``except BaseException``.
-Listeners are only called once the state is consistent, never while a
-resource another greenlet may be waiting for is held in limbo.
+Listeners are only called once the state is consistent, and never while the
+emitter holds something another greenlet may be waiting for - except
+ConnectionCreated, which CMAP orders before the establishment its connecting
+slot is for. Listener and log calls go through an ordered publisher (the
+topology's, shared with its SDAM events): run at once in the emitting greenlet
+when no other delivery is under way, otherwise queued behind it while the
+emitter goes on - so a slow listener holds up no other checkout, and events
+are never delivered out of order or two at a time.
 
 Wait queue: a FIFO deque of waiters. Whoever frees something (a check-in, a
 connection closing, an establishment finishing) serves the head of the queue
@@ -43,16 +49,17 @@ record; ``check_out()`` returns the connection object itself and
 stamped on the connection.
 
 Background maintenance (minPoolSize, closing perished idle connections) is a
-greenlet waiting on a ``gevent.event.Event`` *without* a timeout, woken by
-the pool's own state changes and by an *unreferenced* loop timer, so it never
-keeps ``gevent.get_hub().join()`` (or the process) alive, closed or not. It
-holds the pool only by weak reference and ends on ``close()``.
+:class:`~greenmongo.hub.worker.BackgroundWorker`: woken by the pool's own state
+changes, and otherwise sleeping on an *unreferenced* timer, so it never keeps
+``gevent.get_hub().join()`` (or the process) alive, closed or not. It holds
+the pool only by weak reference and ends on ``close()``.
 
-``clear(interrupt_in_use_connections=True)`` interrupts pending connections by
-throwing an internal exception into the establishing greenlet from the hub --
-only if, at delivery time, that greenlet is still inside the factory -- the
-same mechanism ``gevent.Timeout`` uses; in-use connections are interrupted by
-closing them. ``close()`` kills the background's establishing greenlets.
+``clear(interrupt_in_use_connections=True)`` interrupts pending connections
+through :class:`~greenmongo.hub.waiting.Interruptible` (one per establishment):
+an internal exception thrown into the establishing greenlet from the hub, only
+if at delivery time it is still inside the factory; in-use connections are
+interrupted by closing them. ``close()`` kills the background's establishing
+greenlets.
 
 Layout: ``model`` (options, records, the connection Protocol), ``waitqueue`` (waiter
 entries), ``core`` (the Pool), ``events`` (event and log emission), ``background``
