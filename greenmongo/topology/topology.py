@@ -38,13 +38,13 @@ from gevent.event import Event
 from gevent.lock import RLock
 
 from greenmongo.auth import AuthCache, Authenticator
-from greenmongo.hub.publisher import OrderedPublisher
 from greenmongo.errors import (
     ConfigurationError,
     InvalidOperation,
     OperationFailure,
     ServerSelectionTimeoutError,
 )
+from greenmongo.hub.publisher import OrderedPublisher
 from greenmongo.logs.topology import SERVER_SELECTION_LOGGER, SelectionLogger, TopologyLogger
 from greenmongo.monitoring.topology import publish_all
 from greenmongo.net.handshake import open_connection
