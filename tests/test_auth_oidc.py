@@ -10,8 +10,8 @@ import pytest
 
 from greenmongo import bson
 from greenmongo.auth import (
-    AuthCache, AuthIO, OIDCCallback, OIDCCallbackContext, OIDCCallbackResult, OIDCIdPInfo, authenticate, prepare_handshake,
-    reauthenticate,
+    AuthCache, AuthIO, OIDCCallback, OIDCCallbackContext, OIDCCallbackResult, OIDCIdPInfo, authenticate,
+    prepare_handshake, reauthenticate,
 )
 from greenmongo.auth.http import HttpResponse
 from greenmongo.errors import ConfigurationError, OperationFailure

@@ -94,7 +94,9 @@ def test_select_server_waits_on_the_change_event_and_wakes_on_election(sim):
         sim.elect(c)
         waiter.join(2.0)
         assert got and got[0].address == c.address
-        assert monotonic() - elected_at < 0.5
+        # Woken by the election's change event, not by the next 5 s heartbeat (a loaded CI machine
+        # may take a while to run us; it still cannot take a heartbeat).
+        assert monotonic() - elected_at < 2.5
         assert got[0].operation_count == 1
         got[0].end_operation()
         assert got[0].operation_count == 0
