@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from greenmongo.auth.cache import AuthCache, AuthIO
+from greenmongo.hub.waiting import new_lock
 from greenmongo.auth.sasl import mechanism_property, payload_bytes, require_done, sasl_continue, sasl_start
 from greenmongo.errors import ConfigurationError, OperationFailure
 
@@ -167,8 +168,7 @@ class OidcClientCache:
     """
 
     def __init__(self) -> None:
-        import gevent.lock  # here, not at import: the pure modules stay gevent-free
-        self.callback_lock = gevent.lock.Semaphore(1)
+        self.callback_lock = new_lock()
         self.access_token: Optional[str] = None
         self.refresh_token: Optional[str] = None
         self.idp_info: Optional[OIDCIdPInfo] = None

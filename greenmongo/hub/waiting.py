@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 import gevent
 from gevent.event import Event
+from gevent.lock import Semaphore
 from gevent.hub import Waiter, _get_hub, get_hub
 from gevent.timeout import Timeout
 
@@ -40,6 +41,11 @@ _EXPIRED: Any = object()
 def sleep(seconds: float) -> None:
     """A cooperative sleep (retry backoff): other greenlets run meanwhile."""
     gevent.sleep(seconds)
+
+
+def new_lock() -> Semaphore:
+    """A lock that makes greenlets wait their turn (a gevent Semaphore: never blocks the hub)."""
+    return Semaphore(1)
 
 
 def current_hub() -> Any:
