@@ -16,7 +16,7 @@ from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.change_stream import CollectionChangeStream, Watchable, WatchOptions
 from greenmongo.client_session import ClientSession, session_state
 from greenmongo.command_cursor import CommandCursor, RawBatchCommandCursor, raw_codec_options
-from greenmongo.common import BaseObject
+from greenmongo.common import BaseObject, timeout_seconds
 from greenmongo.cursor import Cursor, RawBatchCursor
 from greenmongo.errors import ConfigurationError, InvalidName
 from greenmongo.operations.arguments import (
@@ -107,11 +107,12 @@ class Collection(BaseObject, Watchable):
     def __init__(self, database: "Database", name: str, create: Optional[bool] = False,
                  codec_options: Optional[CodecOptions] = None, read_preference: Optional[ServerMode] = None,
                  write_concern: Optional[WriteConcern] = None, read_concern: Optional[ReadConcern] = None,
-                 session: Any = None, **kwargs: Any) -> None:
+                 session: Any = None, *, timeout_ms: Optional[int] = None, **kwargs: Any) -> None:
         check_options(codec_options, read_preference, write_concern, read_concern)
         self._database = database
         self._client = database.client
         self._core = database._core
+        self._timeout = timeout_seconds(timeout_ms, database._timeout)
         self._name = validate_collection_name(name)
         self._full_name = f"{database.name}.{name}"
         self._codec_options: CodecOptions = codec_options or database.codec_options
@@ -141,12 +142,19 @@ class Collection(BaseObject, Watchable):
         return self._database
 
     def with_options(self, codec_options: Optional[CodecOptions] = None, read_preference: Optional[ServerMode] = None,
-                     write_concern: Optional[WriteConcern] = None,
-                     read_concern: Optional[ReadConcern] = None) -> "Collection":
-        """A copy of this Collection with some options replaced."""
-        return Collection(self._database, self._name, False, codec_options or self._codec_options,
-                          read_preference or self._read_preference, write_concern or self._write_concern,
-                          read_concern or self._read_concern)
+                     write_concern: Optional[WriteConcern] = None, read_concern: Optional[ReadConcern] = None,
+                     *, timeout_ms: Optional[int] = None) -> "Collection":
+        """A copy of this Collection with some options replaced (``timeout_ms``: its timeoutMS)."""
+        return self._copy(self._name, codec_options or self._codec_options, read_preference or self._read_preference,
+                          write_concern or self._write_concern, read_concern or self._read_concern,
+                          timeout_seconds(timeout_ms, self._timeout))
+
+    def _copy(self, name: str, codec_options: CodecOptions, read_preference: ServerMode, write_concern: WriteConcern,
+              read_concern: ReadConcern, timeout: Optional[float]) -> "Collection":
+        collection = Collection(self._database, name, False, codec_options, read_preference, write_concern,
+                                read_concern)
+        collection._timeout = timeout
+        return collection
 
     def __getattr__(self, name: str) -> "Collection":
         if name.startswith("_"):
@@ -157,14 +165,16 @@ class Collection(BaseObject, Watchable):
 
     def __getitem__(self, name: str) -> "Collection":
         """The sub-collection ``<this name>.<name>`` with this Collection's options."""
-        return Collection(self._database, f"{self._name}.{name}", False, self._codec_options,
-                          self._read_preference, self._write_concern, self._read_concern)
+        return self._copy(f"{self._name}.{name}", self._codec_options, self._read_preference, self._write_concern,
+                          self._read_concern, self._timeout)
 
     def _run(self, operation: Any, session: Any = None) -> Any:
-        return self._core.execute(operation, session=session_state(session, self._core))
+        state = session_state(session, self._core)
+        return self._core.execute(operation, session=state, deadline=self._deadline(state))
 
     def _run_bulk(self, bulk: BulkWrite, session: Any) -> None:
-        self._core.execute_batches(bulk, session_state(session, self._core))
+        state = session_state(session, self._core)
+        self._core.execute_batches(bulk, state, deadline=self._deadline(state))
 
     def _write_concern_for(self, session: Any) -> WriteConcern:
         """Inside a transaction statements are acknowledged; the transaction's concern is the commit's."""
@@ -517,13 +527,13 @@ class Collection(BaseObject, Watchable):
              encrypted_fields: Optional[Mapping[str, Any]] = None) -> None:
         """Drop this collection (with its indexes); a missing collection is not an error."""
         database = self._database.with_options(self._codec_options, self._read_preference, self._write_concern,
-                                               self._read_concern)
+                                               self._read_concern, timeout_ms=self.timeout_ms)
         database.drop_collection(self._name, session=session, comment=comment, encrypted_fields=encrypted_fields)
 
     def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
         """The options the collection was created with ({} if it does not exist)."""
         database = self._database.with_options(self._codec_options, self._read_preference, self._write_concern,
-                                               self._read_concern)
+                                               self._read_concern, timeout_ms=self.timeout_ms)
         for description in database.list_collections(session=session, filter={"name": self._name},
                                                      comment=comment):
             options = dict(description.get("options", {}))

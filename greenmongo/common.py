@@ -9,13 +9,18 @@ way and, like PyMongo's, refuse ``bool()``, iteration and ``next()``, so that
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NoReturn, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Mapping, NoReturn, Optional, Tuple
 
 from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.engine.deadline import Deadline, resolve
+from greenmongo.engine.session_state import SessionState
 from greenmongo.operations.aggregate import AggregateOperation
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ServerMode
 from greenmongo.options.write_concern import WriteConcern
+
+if TYPE_CHECKING:
+    from greenmongo.engine.core import ClientCore
 
 
 class BaseObject:
@@ -27,6 +32,9 @@ class BaseObject:
     _read_preference: ServerMode
     _write_concern: WriteConcern
     _read_concern: ReadConcern
+    #: timeoutMS in seconds (0: no limit; None: not set, CSOT off), inherited client -> database -> collection.
+    _timeout: Optional[float] = None
+    _core: "ClientCore"
 
     def _identity(self) -> Tuple[Any, str]:
         """(parent, name): (client, database name) or (database, collection name)."""
@@ -47,6 +55,15 @@ class BaseObject:
     @property
     def read_concern(self) -> ReadConcern:
         return self._read_concern
+
+    @property
+    def timeout_ms(self) -> Optional[int]:
+        """This handle's timeoutMS (0: no limit; None: not set), inherited from its database and client."""
+        return None if self._timeout is None else round(self._timeout * 1000)
+
+    def _deadline(self, session: Optional[SessionState]) -> Deadline:
+        """The deadline of one operation through this handle (see ``engine.deadline.resolve``)."""
+        return resolve(self._timeout, session)
 
     def _aggregate_operation(self, database_name: str, collection_name: Optional[str], pipeline: list,
                              let: Optional[Mapping[str, Any]], comment: Any, options: dict[str, Any],
@@ -88,3 +105,14 @@ class BaseObject:
         raise TypeError(f"'{self._kind}' object is not iterable")
 
     next = __next__
+
+
+def timeout_seconds(timeout_ms: Optional[int], inherited: Optional[float]) -> Optional[float]:
+    """A handle's timeoutMS keyword (milliseconds, 0: no limit) in seconds; None inherits ``inherited``."""
+    if timeout_ms is None:
+        return inherited
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)):
+        raise TypeError(f"timeout_ms must be a non-negative number of milliseconds, not {type(timeout_ms).__name__}")
+    if timeout_ms < 0:
+        raise ValueError("timeout_ms cannot be negative")
+    return timeout_ms / 1000.0

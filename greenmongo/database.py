@@ -16,7 +16,7 @@ from greenmongo.change_stream import DatabaseChangeStream, Watchable, WatchOptio
 from greenmongo.client_session import ClientSession, session_state
 from greenmongo.collection import Collection, check_options
 from greenmongo.command_cursor import CommandCursor
-from greenmongo.common import BaseObject
+from greenmongo.common import BaseObject, timeout_seconds
 from greenmongo.errors import CollectionInvalid, InvalidName, InvalidOperation
 from greenmongo.operations.collections import (
     CreateCollectionOperation,
@@ -52,10 +52,11 @@ class Database(BaseObject, Watchable):
 
     def __init__(self, client: Any, name: str, codec_options: Optional[CodecOptions] = None,
                  read_preference: Optional[ServerMode] = None, write_concern: Optional[WriteConcern] = None,
-                 read_concern: Optional[ReadConcern] = None) -> None:
+                 read_concern: Optional[ReadConcern] = None, *, timeout_ms: Optional[int] = None) -> None:
         check_options(codec_options, read_preference, write_concern, read_concern)
         self._client = client
         self._core = client._core
+        self._timeout = timeout_seconds(timeout_ms, client.options.timeout)
         self._name = validate_database_name(name)
         self._codec_options: CodecOptions = codec_options or client.codec_options
         self._read_preference: ServerMode = read_preference or client.read_preference
@@ -73,12 +74,14 @@ class Database(BaseObject, Watchable):
         return self._name
 
     def with_options(self, codec_options: Optional[CodecOptions] = None, read_preference: Optional[ServerMode] = None,
-                     write_concern: Optional[WriteConcern] = None,
-                     read_concern: Optional[ReadConcern] = None) -> "Database":
-        """A copy of this Database with some options replaced."""
-        return Database(self._client, self._name, codec_options or self._codec_options,
+                     write_concern: Optional[WriteConcern] = None, read_concern: Optional[ReadConcern] = None,
+                     *, timeout_ms: Optional[int] = None) -> "Database":
+        """A copy of this Database with some options replaced (``timeout_ms``: its timeoutMS)."""
+        copy = Database(self._client, self._name, codec_options or self._codec_options,
                         read_preference or self._read_preference, write_concern or self._write_concern,
                         read_concern or self._read_concern)
+        copy._timeout = timeout_seconds(timeout_ms, self._timeout)
+        return copy
 
     # -- collections ---------------------------------------------------------------------------
 
@@ -93,13 +96,15 @@ class Database(BaseObject, Watchable):
 
     def get_collection(self, name: str, codec_options: Optional[CodecOptions] = None,
                        read_preference: Optional[ServerMode] = None, write_concern: Optional[WriteConcern] = None,
-                       read_concern: Optional[ReadConcern] = None) -> Collection:
+                       read_concern: Optional[ReadConcern] = None, *, timeout_ms: Optional[int] = None) -> Collection:
         """A Collection with options of its own (unset ones come from this Database)."""
-        return Collection(self, name, False, codec_options, read_preference, write_concern, read_concern)
+        return Collection(self, name, False, codec_options, read_preference, write_concern, read_concern,
+                          timeout_ms=timeout_ms)
 
     def _run(self, operation: Any, session: Any = None, read_preference: Optional[ServerMode] = None) -> Any:
-        return self._core.execute(operation, read_preference=read_preference,
-                                  session=session_state(session, self._core))
+        state = session_state(session, self._core)
+        return self._core.execute(operation, read_preference=read_preference, session=state,
+                                  deadline=self._deadline(state))
 
     def list_collections(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
                          comment: Any = None, **kwargs: Any) -> CommandCursor:

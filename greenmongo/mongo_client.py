@@ -19,6 +19,7 @@ from greenmongo.client_session import ClientSession, SessionOptions, session_sta
 from greenmongo.command_cursor import CommandCursor
 from greenmongo.database import Database
 from greenmongo.engine.core import ClientCore
+from greenmongo.engine.deadline import resolve
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
 from greenmongo.operations.client_bulk import ClientBulkWrite
 from greenmongo.operations.databases import DropDatabaseOperation, ListDatabasesOperation
@@ -114,12 +115,14 @@ class MongoClient(Watchable):
         return self.get_database(name)
 
     def get_database(self, name: Optional[str] = None, codec_options: Optional[CodecOptions] = None,
-                     read_preference: Any = None, write_concern: Any = None, read_concern: Any = None) -> Any:
+                     read_preference: Any = None, write_concern: Any = None, read_concern: Any = None, *,
+                     timeout_ms: Optional[int] = None) -> Any:
         if name is None:
             name = self._options.database
             if name is None:
                 raise ConfigurationError("No default database name defined or provided.")
-        return Database(self, name, codec_options, read_preference, write_concern, read_concern)
+        return Database(self, name, codec_options, read_preference, write_concern, read_concern,
+                        timeout_ms=timeout_ms)
 
     def get_default_database(self, default: Optional[str] = None, **kwargs: Any) -> Any:
         name = self._options.database or default
@@ -133,8 +136,10 @@ class MongoClient(Watchable):
             filter=options.pop("filter", None), name_only=options.pop("nameOnly", None),
             authorized_databases=options.pop("authorizedDatabases", None), comment=comment,
             codec_options=self.codec_options, extra=options)
-        state = self._core.execute(operation, session=session_state(session, self._core))
-        return CommandCursor(self, state, codec_options=self.codec_options, session=session)
+        state = session_state(session, self._core)
+        deadline = resolve(self._options.timeout, state)
+        result = self._core.execute(operation, session=state, deadline=deadline)
+        return CommandCursor(self, result, codec_options=self.codec_options, session=session, deadline=deadline)
 
     def list_database_names(self, session: Any = None, comment: Any = None) -> list:
         return [doc["name"] for doc in self.list_databases(session, comment=comment, nameOnly=True)]
@@ -145,8 +150,9 @@ class MongoClient(Watchable):
             raise TypeError("name_or_database must be an instance of str or a Database")
         if not name:
             raise InvalidName("database name cannot be empty")
+        state = session_state(session, self._core)
         self._core.execute(DropDatabaseOperation(name, write_concern=self.write_concern, comment=comment),
-                           session=session_state(session, self._core))
+                           session=state, deadline=resolve(self._options.timeout, state))
 
     def server_info(self, session: Any = None) -> dict:
         return self.admin.command("buildinfo", session=session)
@@ -167,12 +173,14 @@ class MongoClient(Watchable):
                                write_concern=None if in_transaction else write_concern or self.write_concern,
                                codec_options=self.codec_options)
 
+        deadline = resolve(self._options.timeout, state)  # one deadline for every batch and its results
+
         def run(batch: Any) -> None:
             # The batch's reply is a cursor over per-operation results: the core drains it.
-            core.drain(core.execute(batch, session=state), batch.record_results)
+            core.drain(core.execute(batch, session=state, deadline=deadline), batch.record_results, deadline)
 
         try:
-            core.execute_batches(bulk, state, run)
+            core.execute_batches(bulk, state, run, deadline)
         except Exception as exc:
             bulk.fail(exc)  # raises ClientBulkWriteException with the partial result, or exc itself
         return bulk.result()

@@ -6,10 +6,12 @@ retry or not, the backoff, which error the user sees, and the transaction effect
 
 from __future__ import annotations
 
+import time
 from typing import Optional
 
 import pytest
 
+from greenmongo.engine.deadline import LEGACY, Deadline
 from greenmongo.engine.retry import (
     MAX_OVERLOAD_RETRIES,
     RETRY_TOKEN_RETURN_RATE,
@@ -23,6 +25,7 @@ from greenmongo.engine.retry import (
 from greenmongo.engine.transaction import TRANSIENT_TRANSACTION_ERROR
 from greenmongo.errors import (
     AutoReconnect,
+    ExecutionTimeout,
     NetworkTimeout,
     OperationFailure,
     ServerSelectionTimeoutError,
@@ -165,12 +168,46 @@ def test_overload_retries_need_tokens_and_permission() -> None:
 
 
 def test_a_deadline_stops_a_backoff_that_would_outlive_it() -> None:
-    class Budget:
-        def remaining(self) -> Optional[float]:
-            return 0.01
-
-    decision = state(RetryMode.READ).after_error(overloaded(), jitter=0.9, deadline=Budget())
+    nearly_spent = Deadline(0.5, time.monotonic() + 0.01)
+    last = overloaded()
+    decision = state(RetryMode.READ).after_error(last, jitter=0.9, deadline=nearly_spent)
     assert not decision.retry
+    assert decision.error.timeout and decision.error.__class__ is ExecutionTimeout and "timeoutMS: 500ms" in str(
+        decision.error)
+
+
+def test_under_a_timeout_classic_retries_go_on_while_time_is_left() -> None:
+    deadline = Deadline.start(60.0)
+    retry = state(RetryMode.READ)
+    for _ in range(5):
+        assert retry.after_error(network(), deadline=deadline).retry
+    # timeoutMS=0: no limit on time, and none on the number of retries either.
+    unlimited = Deadline.start(0)
+    retry = state(RetryMode.WRITE)
+    for _ in range(5):
+        assert retry.after_error(retryable_write_error(), write=SENT, deadline=unlimited).retry
+    # Without a timeout: one retry.
+    retry = state(RetryMode.READ)
+    assert retry.after_error(network(), deadline=LEGACY).retry
+    assert not retry.after_error(network(), deadline=LEGACY).retry
+
+
+def test_a_spent_deadline_makes_the_error_a_timeout() -> None:
+    spent = Deadline(0.1, time.monotonic() - 1)
+    retry = state(RetryMode.READ)
+    first = server_error(7)  # HostNotFound: retryable, not a timeout
+    decision = retry.after_error(first, deadline=spent)
+    assert not decision.retry and decision.chain
+    assert decision.error.timeout and "last error: error 7" in str(decision.error)
+    timed_out = NetworkTimeout("socket timed out")
+    decision = state(RetryMode.READ).after_error(timed_out, deadline=spent)
+    assert decision.error is timed_out  # already a timeout: raised as it is
+    # A retry whose server selection ran out of time: its own timeout error, not the first attempt's.
+    retry = state(RetryMode.READ)
+    assert retry.after_error(first, deadline=Deadline.start(60.0)).retry
+    selection = ServerSelectionTimeoutError("no server within timeoutMS")
+    assert retry.retry_not_possible(selection, spent) is selection
+    assert retry.retry_not_possible(selection, LEGACY) is first
 
 
 def test_success_refills_the_budget() -> None:

@@ -20,6 +20,7 @@ import weakref
 from collections import deque
 from typing import Any, Callable, Iterable, Optional
 
+from greenmongo.engine.deadline import LEGACY, Deadline
 from greenmongo.engine.executor import Executor
 from greenmongo.engine.server_session import ClusterClock, ServerSession, ServerSessionPool
 from greenmongo.engine.session_state import SessionState
@@ -78,43 +79,47 @@ class ClientCore:
             self._flush_kills()
 
     def execute(self, operation: Operation[Any], *, session: Optional[SessionState] = None,
-                address: Optional[Address] = None, read_preference: Any = None) -> Any:
+                address: Optional[Address] = None, read_preference: Any = None, deadline: Deadline = LEGACY) -> Any:
         """Check the client is usable, then run ``operation`` (see ``Executor.execute``)."""
         self.check_usable(session)
-        return self.executor.execute(operation, address=address, read_preference=read_preference, session=session)
+        return self.executor.execute(operation, address=address, read_preference=read_preference, session=session,
+                                     deadline=deadline)
 
     def execute_batches(self, bulk: Any, session: Optional[SessionState] = None,
-                        run_batch: Optional[Callable[[Any], Any]] = None) -> None:
-        """A bulk write's batches, each selected and sent on its own."""
+                        run_batch: Optional[Callable[[Any], Any]] = None, deadline: Deadline = LEGACY) -> None:
+        """A bulk write's batches, each selected and sent on its own, all within one ``deadline``."""
         self.check_usable(session)
         executor = self.executor
-        executor.execute_batches(bulk, run_batch or (lambda batch: executor.execute(batch, session=session)))
+        executor.execute_batches(
+            bulk, run_batch or (lambda batch: executor.execute(batch, session=session, deadline=deadline)), deadline)
 
-    def get_more(self, state: CursorState) -> list:
+    def get_more(self, state: CursorState, deadline: Deadline = LEGACY) -> list:
         """One getMore on the server holding the cursor, with the cursor's session."""
         self.check_usable()
-        return self.executor.execute(state.get_more_operation(), address=state.address, session=state.session)
+        return self.executor.execute(state.get_more_operation(), address=state.address, session=state.session,
+                                     deadline=deadline)
 
-    def drain(self, state: Optional[CursorState], on_batch: Callable[[list], None]) -> None:
+    def drain(self, state: Optional[CursorState], on_batch: Callable[[list], None],
+              deadline: Deadline = LEGACY) -> None:
         """Every remaining batch of a cursor the engine opened (a client bulkWrite's results), then
         kill what is left and release its implicit session, whatever happens on the way."""
         if state is None:
             return
         try:
             while state.needs_get_more:
-                on_batch(self.get_more(state))
+                on_batch(self.get_more(state, deadline))
         finally:
             kill = state.close()
             if kill is not None:
-                self.kill_cursor(kill, state)
+                self.kill_cursor(kill, state, deadline.refreshed())
             session, state.session = state.session, None
             if session is not None and session.implicit:
                 session.end()
 
-    def kill_cursor(self, kill: KillCursorsOperation, state: CursorState) -> None:
+    def kill_cursor(self, kill: KillCursorsOperation, state: CursorState, deadline: Deadline = LEGACY) -> None:
         """killCursors now, in the calling greenlet; an interruption queues it instead."""
         try:
-            self.executor.execute(kill, address=state.address, session=state.session)
+            self.executor.execute(kill, address=state.address, session=state.session, deadline=deadline)
         except Exception:
             pass  # the server reaps an abandoned cursor on its own
         except BaseException:

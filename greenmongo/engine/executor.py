@@ -17,6 +17,7 @@ import logging
 import random
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from greenmongo.engine.deadline import LEGACY, Deadline
 from greenmongo.engine.protocols import ClusterTimeSource, ServerSelector, SessionSource
 from greenmongo.engine.retry import (
     RetryBudget,
@@ -92,7 +93,7 @@ class Executor:
         return self._topology
 
     def execute(self, operation: Operation[Any], *, address: Optional[Address] = None, read_preference: Any = None,
-                session: Optional[SessionState] = None) -> Any:
+                session: Optional[SessionState] = None, deadline: Deadline = LEGACY) -> Any:
         """Run ``operation``; ``address`` pins it to one server (getMore, killCursors).
 
         ``read_preference`` overrides the operation's own for server selection. Without an explicit
@@ -100,8 +101,11 @@ class Executor:
         cursor the operation opens keeps it (``CursorState.session``) until the cursor is done.
         Retries (one, on a newly selected server): retryable reads, retryable writes on a client
         with retryWrites, and commitTransaction/abortTransaction always; nothing inside a transaction.
+        ``deadline`` (a timeoutMS, CSOT) bounds every step: selection and checkout within
+        min(serverSelectionTimeoutMS, what is left), each send and receive, the maxTimeMS sent, and
+        retries, which go on while time is left.
         """
-        holder = _SessionHolder(self._sessions, session)
+        holder = _SessionHolder(self._sessions, session, deadline)
         try:
             result = self._execute(operation, address, read_preference, holder)
         except BaseException:
@@ -147,6 +151,7 @@ class Executor:
                           ends_transaction=operation.ends_transaction, pinned=address is not None,
                           in_transaction=transaction is not None, retry_reads=self._retry_reads,
                           retry_writes=self._retry_writes)
+        deadline = holder.deadline
         retries = RetryState(mode, overload_allowed=self._overload_retries_allowed(operation),
                              budget=self._retry_budget, in_transaction=transaction is not None)
         holder.retryable_write = mode is RetryMode.WRITE or mode is RetryMode.END_TRANSACTION
@@ -156,12 +161,12 @@ class Executor:
             try:
                 result = self._attempt(operation, address, read_preference,
                                        self._deprioritized(tried) if retries.retrying else (), holder, tried)
-            except _RetryNotPossible:
-                raise retries.retry_not_possible() from None
+            except _RetryNotPossible as exc:
+                raise retries.retry_not_possible(exc.__cause__, deadline) from None
             except Exception as exc:
                 decision = retries.after_error(
                     exc, write=WriteAttempt(holder.txn_number is not None, holder.write_retry_supported, holder.sent),
-                    starting=starting, jitter=random.random())
+                    starting=starting, jitter=random.random(), deadline=deadline)
                 if decision.unpin and holder.explicit is not None:
                     holder.explicit.transaction.unpin()
                 if not decision.retry:
@@ -198,20 +203,24 @@ class Executor:
                  holder: "_SessionHolder", tried: Optional[list] = None) -> Any:
         topology = self._topology
         preference = read_preference or operation.read_preference
+        # Selection, checkout and connection establishment share min(serverSelectionTimeoutMS, what is left).
+        deadline = holder.deadline
+        selection_end = deadline.selection_end(topology.selection_timeout) if deadline.csot else None
         try:
             if address is not None:
-                server = topology.select_server_by_address(address, operation=operation.name)
+                server = topology.select_server_by_address(address, operation=operation.name, deadline=selection_end)
             elif _chooses_own_preference(operation):
                 # aggregate with $out/$merge: a write that may run on a secondary of a 5.0+ deployment;
                 # its own rule picks the preference, used both to select and as $readPreference.
                 preference = self._selection_preference(operation, preference)
                 server = topology.select_server(preference, is_write=False, deprioritized=deprioritized,
-                                                operation=operation.name)
+                                                operation=operation.name, deadline=selection_end)
             else:
                 if operation.is_write:
                     preference = ReadPreference.PRIMARY
                 server = topology.select_server(preference, is_write=operation.is_write,
-                                                deprioritized=deprioritized, operation=operation.name)
+                                                deprioritized=deprioritized, operation=operation.name,
+                                                deadline=selection_end)
         except Exception as exc:
             if holder.retrying:
                 raise _RetryNotPossible() from exc
@@ -224,7 +233,7 @@ class Executor:
             holder.write_retry_supported = (description.retryable_writes_supported
                                             and getattr(operation, "acknowledged", True))
         try:
-            return self._run_on_server(server, operation, preference, holder)
+            return self._run_on_server(server, operation, preference, holder, selection_end)
         except Exception as exc:
             if holder.retryable_write:
                 add_retryable_write_label(exc, description.max_wire_version, description.server_type)
@@ -232,11 +241,13 @@ class Executor:
         finally:
             server.end_operation()
 
-    def execute_batches(self, bulk: Any, run_batch: Optional[Callable[[Any], Any]] = None) -> None:
-        """Drive a bulk write (``next_batch`` until None), each batch selected and sent on its own."""
-        run = run_batch or self.execute
+    def execute_batches(self, bulk: Any, run_batch: Optional[Callable[[Any], Any]] = None,
+                        deadline: Deadline = LEGACY) -> None:
+        """Drive a bulk write (``next_batch`` until None), each batch selected and sent on its own; one
+        ``deadline`` covers them all (``run_batch`` must pass it on)."""
+        run = run_batch or (lambda batch: self.execute(batch, deadline=deadline))
         while True:
-            batch = bulk.next_batch(self._current_wire_info())
+            batch = bulk.next_batch(self._current_wire_info(deadline))
             if batch is None:
                 return
             run(batch)
@@ -250,21 +261,23 @@ class Executor:
         load_balanced = description.topology_type is TopologyType.LoadBalanced
         return operation.selection_read_preference(wire_versions, load_balanced)
 
-    def _current_wire_info(self) -> WireInfo:
+    def _current_wire_info(self, deadline: Deadline = LEGACY) -> WireInfo:
         """Limits for batch splitting before a server is chosen: a writable server's as the topology
         knows it (no selection per batch: the batch's own execute selects), waiting only if none is known."""
         for description in self._topology.description.server_descriptions().values():
             if description.is_writable:
                 return _wire_info(description)
-        server = self._topology.select_server(ReadPreference.PRIMARY, is_write=True, operation="bulkWrite")
+        selection_end = deadline.selection_end(self._topology.selection_timeout) if deadline.csot else None
+        server = self._topology.select_server(ReadPreference.PRIMARY, is_write=True, operation="bulkWrite",
+                                              deadline=selection_end)
         try:
             return _wire_info(server.description)
         finally:
             server.end_operation()
 
     def _run_on_server(self, server: Any, operation: Operation, read_preference: Any,
-                       holder: "_SessionHolder") -> Any:
-        with server.checkout() as conn:
+                       holder: "_SessionHolder", selection_end: Optional[float] = None) -> Any:
+        with server.checkout(selection_end) as conn:
             try:
                 return self._send(conn, server, operation, read_preference, holder)
             except (ConnectionFailure, OperationFailure) as exc:
@@ -288,6 +301,13 @@ class Executor:
             cluster_time=self._cluster_time_to_send(session, topology_type))
         if session is not None:
             self._session_fields(fields, session, operation, command, server, server_description, holder)
+        deadline = holder.deadline
+        if deadline.csot:
+            # After every blocking step but the send: what is left minus the server's minimum RTT (from the
+            # description it was selected by), or a timeout without sending anything.
+            fields.csot = True
+            fields.max_time_ms = operation.max_time_ms_for(
+                deadline.max_time_ms(server_description.min_round_trip_time))
         command = operation.finalize(command, fields)
         server_api = conn.settings.server_api
         if server_api is not None:
@@ -297,10 +317,13 @@ class Executor:
         listeners = self._command_listeners
         logging_on = COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
         holder.sent = True
+        # Under a timeoutMS the send and the whole reply share its deadline (0: no limit, and no
+        # socketTimeoutMS either); otherwise the connection's socketTimeoutMS applies.
+        io = _deadline_io(deadline)
         if not listeners and not logging_on:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
                                  check=False, unacknowledged=not command.acknowledged,
-                                 codec_options=operation.codec_options, apply_server_api=False)
+                                 codec_options=operation.codec_options, apply_server_api=False, **io)
             self._observe(reply, session)
             return operation.parse(reply, wire)
         monitor = CommandMonitor(self._topology.topology_id, conn, command, listeners, logging_on)
@@ -309,7 +332,7 @@ class Executor:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
                                  check=False, unacknowledged=not command.acknowledged,
                                  codec_options=operation.codec_options, apply_server_api=False,
-                                 request_id=monitor.request_id)
+                                 request_id=monitor.request_id, **io)
         except Exception as exc:
             monitor.failed(exc)
             raise
@@ -384,10 +407,12 @@ class _SessionHolder:
     and the operation's retry state: a retryable write keeps its txnNumber across its retry."""
 
     __slots__ = ("source", "explicit", "implicit", "retryable_write", "retrying", "txn_number",
-                 "write_retry_supported", "sent")
+                 "write_retry_supported", "sent", "deadline")
 
-    def __init__(self, source: Optional[SessionSource], explicit: Optional[SessionState]) -> None:
+    def __init__(self, source: Optional[SessionSource], explicit: Optional[SessionState],
+                 deadline: Deadline = LEGACY) -> None:
         self.source = source
+        self.deadline = deadline
         self.explicit = explicit
         self.implicit: Optional[SessionState] = None
         self.retryable_write = False
@@ -417,6 +442,15 @@ class _SessionHolder:
         if self.implicit is not None:
             self.implicit.end()
             self.implicit = None
+
+
+def _deadline_io(deadline: Deadline) -> dict[str, Any]:
+    """How ``Connection.command`` is bounded for this deadline (no arguments: socketTimeoutMS)."""
+    if not deadline.csot:
+        return {}
+    if not deadline.finite:
+        return {"timeout": None}
+    return {"deadline": deadline.expires, "deadline_text": deadline.describe()}
 
 
 def _wire_info(description: Any) -> WireInfo:

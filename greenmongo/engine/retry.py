@@ -10,8 +10,9 @@ its one ``_attempt``, as the Go driver's operation.go applies its RetryMode.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Protocol
+from typing import Any, Mapping, Optional
 
 from greenmongo.errors import (
     BulkWriteError,
@@ -26,6 +27,7 @@ from greenmongo.errors import (
     WriteConcernError,
     has_error_label,
 )
+from greenmongo.engine.deadline import Deadline
 from greenmongo.engine.transaction import TRANSIENT_TRANSACTION_ERROR, label_statement_error
 from greenmongo.sdam.server_type import ServerType
 
@@ -200,12 +202,6 @@ def retry_mode(*, is_read: bool, is_write: bool, retryable: bool, ends_transacti
     return RetryMode.NONE
 
 
-class Deadline(Protocol):
-    """An operation's time budget (CSOT): retries and backoffs stay inside it."""
-
-    def remaining(self) -> Optional[float]: ...
-
-
 @dataclass(frozen=True)
 class WriteAttempt:
     """What the executor knows of a retryable write's attempt when it failed."""
@@ -248,6 +244,10 @@ class RetryState:
     ``overload_allowed``, up to ``MAX_OVERLOAD_RETRIES`` with jittered backoff, each paid from the
     client's token bucket. Statements inside a transaction (mode NONE, ``in_transaction``) get only
     overload retries; their network errors gain TransientTransactionError.
+
+    Under a timeoutMS (CSOT) a classically retryable operation is retried as often as its deadline
+    allows, no backoff sleeps past it, and once it is spent the user sees a timeout error (the last
+    error when it is one, else a timeout caused by it).
     """
 
     __slots__ = ("mode", "overload_allowed", "budget", "in_transaction", "attempt", "overloaded", "reached")
@@ -292,19 +292,29 @@ class RetryState:
             retryable = False
         overload_retryable = overload and has_error_label(error, RETRYABLE_ERROR) and self.overload_allowed
         self.overloaded = self.overloaded or overload
-        limit = MAX_OVERLOAD_RETRIES if self.overloaded else 1
+        csot = deadline is not None and deadline.csot
+        limit: float = MAX_OVERLOAD_RETRIES if self.overloaded else (math.inf if csot else 1)
+        if not (retryable or overload_retryable) or self.attempt >= limit:
+            return self._stop(error, unpin, deadline)
         backoff = overload_backoff(self.attempt + 1, jitter) if overload else 0.0
         remaining = deadline.remaining() if deadline is not None else None
-        out_of_time = remaining is not None and backoff >= remaining
-        if (not (retryable or overload_retryable) or self.attempt >= limit or out_of_time
-                or (overload and not self.budget.consume(1))):
-            return self._stop(error, unpin)
+        if remaining is not None and (remaining <= 0 or backoff >= remaining):
+            return self._stop(error, unpin, deadline, out_of_time=True)
+        if overload and not self.budget.consume(1):
+            return self._stop(error, unpin, deadline)
         self.attempt += 1
         ends = mode is RetryMode.END_TRANSACTION
         return RetryDecision(True, backoff=backoff, unpin=unpin or ends, restart_transaction=starting,
                              commit_retry=ends and retryable)
 
-    def _stop(self, error: BaseException, unpin: bool) -> RetryDecision:
+    def _stop(self, error: BaseException, unpin: bool, deadline: Optional[Deadline] = None, *,
+              out_of_time: bool = False) -> RetryDecision:
+        if deadline is not None and deadline.csot and (out_of_time or deadline.expired()):
+            # The deadline ended the retries: what the user sees says so.
+            if getattr(error, "timeout", False):
+                return RetryDecision(False, error, unpin=unpin)
+            return RetryDecision(False, deadline.timeout_error("retries", cause=self.reached), chain=True,
+                                 unpin=unpin)
         if self.attempt == 0:
             if self.mode is RetryMode.WRITE:
                 replacement = unsupported_retryable_writes_error(error)
@@ -315,10 +325,16 @@ class RetryState:
         # wrote nothing (then the first attempt's, which says what really happened).
         return RetryDecision(False, self.reached, unpin=unpin)
 
-    def retry_not_possible(self) -> BaseException:
+    def retry_not_possible(self, cause: Optional[BaseException] = None,
+                           deadline: Optional[Deadline] = None) -> BaseException:
         """The retry could not start (no server to select, or one without retryable writes): the error
-        of the attempt before stands."""
+        of the attempt before stands, unless the operation's deadline ran out meanwhile (``cause``, the
+        retry's own error, is then the timeout the user sees)."""
         assert self.reached is not None
+        if deadline is not None and deadline.csot and deadline.expired():
+            if cause is not None and getattr(cause, "timeout", False):
+                return cause
+            return deadline.timeout_error("retry", cause=self.reached)
         return self.reached
 
     def succeeded(self) -> None:

@@ -11,7 +11,7 @@ consistency and snapshot reads add. No I/O.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from greenmongo.bson.timestamp import Timestamp
 from greenmongo.engine.protocols import ServerSessionSource
@@ -19,15 +19,19 @@ from greenmongo.engine.server_session import ServerSession
 from greenmongo.engine.transaction import Transaction
 from greenmongo.errors import InvalidOperation
 
+if TYPE_CHECKING:
+    from greenmongo.engine.deadline import TimeoutScope
+
 
 class SessionState:
     """One logical session's server session, transaction and times, as the engine uses them."""
 
     __slots__ = ("source", "implicit", "causal_consistency", "snapshot", "transaction", "cluster_time",
-                 "operation_time", "snapshot_time", "ended", "_server_session")
+                 "operation_time", "snapshot_time", "ended", "default_timeout", "transaction_scope",
+                 "_server_session")
 
     def __init__(self, source: ServerSessionSource, *, implicit: bool, causal_consistency: bool,
-                 snapshot: bool) -> None:
+                 snapshot: bool, default_timeout: Optional[float] = None) -> None:
         #: The client core that owns the server-session pool (also: which client the session belongs to).
         self.source = source
         self.implicit = implicit
@@ -38,6 +42,11 @@ class SessionState:
         self.operation_time: Optional[Timestamp] = None
         self.snapshot_time: Optional[Timestamp] = None
         self.ended = False
+        #: timeoutMS (seconds) of commit, abort, end and with_transaction: the session's defaultTimeoutMS,
+        #: else the client's; None: not set.
+        self.default_timeout = default_timeout
+        #: Private to the engine: with_transaction's deadline while its callback and commit run.
+        self.transaction_scope: Optional["TimeoutScope"] = None
         self._server_session: Optional[ServerSession] = None
 
     @property

@@ -10,7 +10,7 @@ whatever interrupts us (kill-safe).
 from __future__ import annotations
 
 import socket as _socket
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import gevent
 from gevent import socket as gsocket
@@ -21,6 +21,8 @@ from greenmongo.net import ocsp
 from greenmongo.net.socks5 import socks5_handshake
 from greenmongo.net.tls import TlsSocket, build_context, wrap_socket
 from greenmongo.options.connection_settings import ConnectionSettings
+
+_SETTINGS: Any = object()
 
 #: RFC 8305's recommended "connection attempt delay".
 ATTEMPT_DELAY = 0.25
@@ -126,10 +128,11 @@ def create_unix_socket(path: str, timeout: Optional[float]) -> _socket.socket:
     return sock
 
 
-def _describe_timeout(settings: ConnectionSettings) -> str:
-    if settings.connect_timeout is None:
+def _describe_timeout(connect_timeout: Optional[float], settings: ConnectionSettings) -> str:
+    if connect_timeout is None:
         return "timed out"
-    return f"timed out (connectTimeoutMS: {settings.connect_timeout * 1000:.1f}ms)"
+    which = "connectTimeoutMS" if connect_timeout == settings.connect_timeout else "what timeoutMS left"
+    return f"timed out ({which}: {connect_timeout * 1000:.1f}ms)"
 
 
 def open_stream(
@@ -137,15 +140,18 @@ def open_stream(
     settings: ConnectionSettings,
     *,
     ocsp_cache: ocsp.OcspCache = ocsp.DEFAULT_CACHE,
+    connect_timeout: Any = _SETTINGS,
 ) -> Stream:
     """Connect to ``address`` per ``settings``; raises AutoReconnect/NetworkTimeout on failure.
 
-    The returned stream has ``settings.socket_timeout`` applied.
+    ``connect_timeout`` (seconds) replaces ``settings.connect_timeout`` for TCP and TLS (an operation's
+    deadline may leave less than connectTimeoutMS). The returned stream has ``settings.socket_timeout`` applied.
     """
     host, port = address
     host = host.strip("[]") if host.startswith("[") else host
     label = f"{address[0]}:{port}" if not is_unix_socket(host) else host
-    connect_timeout = settings.connect_timeout
+    if connect_timeout is _SETTINGS:
+        connect_timeout = settings.connect_timeout
     sock: Optional[_socket.socket] = None
     ok = False
     try:
@@ -159,7 +165,7 @@ def open_stream(
             else:
                 sock = create_tcp_socket(host, port, connect_timeout, settings.keepalive_idle)
         except _socket.timeout:
-            raise NetworkTimeout(f"{label}: {_describe_timeout(settings)}") from None
+            raise NetworkTimeout(f"{label}: {_describe_timeout(connect_timeout, settings)}") from None
         except AutoReconnect as exc:
             raise type(exc)(f"{label}: {exc}") from None
         except OSError as exc:

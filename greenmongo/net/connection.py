@@ -111,6 +111,11 @@ class Connection:
         self._read_buffer = bytearray(_READ_CHUNK)
         self._read_view = memoryview(self._read_buffer)
         self._read_pos = self._read_end = 0
+        #: The round trip's absolute deadline (CSOT), re-armed before every read: it bounds the whole reply.
+        self._deadline: Optional[float] = None
+        self._deadline_text = ""
+        #: A deadline for commands that pass none (the handshake and authentication under an operation's timeoutMS).
+        self.default_deadline: Optional[float] = None
 
     # -- state ------------------------------------------------------------------
 
@@ -189,6 +194,8 @@ class Connection:
         timeout: Any = _UNSET,
         apply_server_api: bool = True,
         request_id: Optional[int] = None,
+        deadline: Optional[float] = None,
+        deadline_text: str = "",
     ) -> Optional[dict[str, Any]]:
         """Run ``spec`` on ``dbname`` and return the decoded reply.
 
@@ -198,7 +205,10 @@ class Connection:
         subclass) for ``ok: 0``. The configured server API fields are added
         unless ``apply_server_api`` is false; ``spec`` itself is never mutated.
         ``request_id`` (from ``wire.header.next_request_id``) lets a caller announce the
-        request before sending it.
+        request before sending it. ``deadline`` (``time.monotonic()`` based; the operation's timeoutMS)
+        replaces ``timeout`` and bounds the send and the whole reply together: expired before the send,
+        NetworkTimeout and the connection stays usable; expired after it, NetworkTimeout and the
+        connection is closed. ``deadline_text`` says where the deadline came from, for the error.
         """
         if not spec:
             raise InvalidOperation("a command document cannot be empty")
@@ -230,8 +240,14 @@ class Connection:
                                    f"maxMessageSizeBytes {self.max_message_size}")
         if self.compressor is not None and may_compress(command_name):
             message = compress_message(message, self.compressor)
-        document = self._round_trip(message, request_id, timeout, expect_reply=not unacknowledged,
-                                    codec_options=codec_options)
+        if deadline is None and timeout is _UNSET and self.default_deadline is not None:
+            deadline, deadline_text = self.default_deadline, "connection establishment within timeoutMS"
+        if deadline is not None:
+            document = self._round_trip_until(message, request_id, deadline, deadline_text,
+                                              expect_reply=not unacknowledged, codec_options=codec_options)
+        else:
+            document = self._round_trip(message, request_id, timeout, expect_reply=not unacknowledged,
+                                        codec_options=codec_options)
         if document is None:
             return None
         return self._check(document, check, allowable_errors, parse_write_concern_error)
@@ -290,6 +306,8 @@ class Connection:
             if message is not None:
                 self._stream.sendall(message)
             self.last_used = time.monotonic()
+            if self._deadline is not None and self.last_used >= self._deadline:
+                raise _socket.timeout("deadline reached after the send")
             if not expect_reply:
                 return None
             reply = self._receive(request_id)
@@ -301,6 +319,28 @@ class Connection:
         finally:
             self._busy = False
 
+    def _round_trip_until(self, message: bytes, request_id: int, deadline: float, deadline_text: str, *,
+                          expect_reply: bool, codec_options: Any = None) -> Optional[dict[str, Any]]:
+        """``_round_trip`` bounded by one absolute deadline (CSOT) instead of a per-call socket timeout."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:  # nothing sent: the connection is still in step with the server
+            raise NetworkTimeout(f"{self._label}: timed out before sending ({deadline_text or 'deadline'})")
+        self._deadline = deadline
+        self._deadline_text = deadline_text
+        try:
+            return self._round_trip(message, request_id, remaining, expect_reply=expect_reply,
+                                    codec_options=codec_options)
+        finally:
+            self._deadline = None
+
+    def _rearm(self) -> None:
+        """Before a read under a deadline: the socket may wait only what is left of it."""
+        remaining = self._deadline - time.monotonic()  # type: ignore[operator]
+        if remaining <= 0:
+            raise _socket.timeout("deadline reached")
+        self._stream.settimeout(remaining)
+        self._stream_timeout = remaining
+
     def _set_timeout(self, timeout) -> None:
         value = self.default_timeout if timeout is _UNSET else timeout
         if self._stream_timeout is _UNSET or value != self._stream_timeout:
@@ -311,6 +351,8 @@ class Connection:
         """Close after anything that may have desynchronised the stream, then raise the right error."""
         if isinstance(exc, _socket.timeout):
             self.close("timeout")
+            if self._deadline is not None:
+                raise NetworkTimeout(f"{self._label}: timed out ({self._deadline_text or 'deadline'})") from exc
             raise NetworkTimeout(f"{self._label}: timed out (socket timeout "
                                  f"{self._describe_timeout()})") from exc
         if isinstance(exc, ProtocolError):
@@ -344,6 +386,8 @@ class Connection:
         received = available
         recv_into = self._stream.recv_into
         while received < count:
+            if self._deadline is not None:
+                self._rearm()
             missing = count - received
             if missing >= _READ_CHUNK:  # large bodies go straight into place
                 chunk = recv_into(memoryview(out)[received:], missing)

@@ -10,9 +10,10 @@ called with the reply to finish (or run) the conversation.
 
 from __future__ import annotations
 
+from time import monotonic
 from typing import Any, Mapping, Optional, Protocol
 
-from greenmongo.errors import ConfigurationError
+from greenmongo.errors import ConfigurationError, NetworkTimeout
 from greenmongo.net import ocsp
 from greenmongo.net.connect import open_stream
 from greenmongo.net.connection import Connection
@@ -121,18 +122,31 @@ def open_connection(
     conn_id: Optional[int] = None,
     metadata: Optional[Mapping[str, Any]] = None,
     ocsp_cache: ocsp.OcspCache = ocsp.DEFAULT_CACHE,
+    deadline: Optional[float] = None,
 ) -> Connection:
     """Connect, secure, handshake and authenticate: the pool's connection factory.
 
     The handshake and authentication run under connectTimeoutMS; afterwards
-    the connection uses socketTimeoutMS.
+    the connection uses socketTimeoutMS. With ``deadline`` (monotonic: what is left of an
+    operation's timeoutMS for server selection and checkout) TCP and TLS get
+    min(connectTimeoutMS, what is left), and every handshake and authentication command what is left.
     """
     settings = settings or ConnectionSettings()
-    stream = open_stream(address, settings, ocsp_cache=ocsp_cache)
+    connect_timeout = settings.connect_timeout
+    if deadline is not None:
+        remaining = deadline - monotonic()
+        if remaining <= 0:
+            raise NetworkTimeout(f"{address[0]}:{address[1]}: no time left to connect (timeoutMS)")
+        connect_timeout = remaining if connect_timeout is None else min(connect_timeout, remaining)
+    stream = open_stream(address, settings, ocsp_cache=ocsp_cache, connect_timeout=connect_timeout)
     conn = Connection(stream, address, settings, conn_id=conn_id)
     try:
-        conn.default_timeout = settings.connect_timeout
+        if deadline is not None:
+            conn.default_deadline = deadline
+        else:
+            conn.default_timeout = settings.connect_timeout
         perform_handshake(conn, authenticator=authenticator, metadata=metadata)
+        conn.default_deadline = None
         conn.default_timeout = settings.socket_timeout
     except BaseException:
         conn.close("handshake failed")

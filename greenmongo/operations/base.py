@@ -225,8 +225,11 @@ class ExecutionFields:
     statement, a snapshot session). ``read_concern_extra`` (``afterClusterTime``
     for causal consistency, ``atClusterTime`` for snapshot reads) is merged
     into whatever readConcern is sent. All readConcern handling applies only
-    to commands that take one. ``max_time_ms`` is the CSOT value and replaces
-    the operation's own maxTimeMS.
+    to commands that take one. ``max_time_ms`` is the CSOT value (from
+    ``Operation.max_time_ms_for``) and replaces the operation's own maxTimeMS.
+    ``csot``: a timeoutMS applies, so the deprecated per-command limits go:
+    the operation's own maxTimeMS (``deprecated_max_time_ms``) and
+    ``wtimeout`` (a write concern left empty is not sent).
     """
 
     lsid: Optional[Mapping[str, Any]] = None
@@ -239,6 +242,7 @@ class ExecutionFields:
     cluster_time: Optional[Mapping[str, Any]] = None
     read_preference: Optional[Mapping[str, Any]] = None
     max_time_ms: Optional[int] = None
+    csot: bool = False
     session_read_concern: bool = False
     """The read concern fields come from the session (causal, snapshot): any command carries them."""
 
@@ -247,7 +251,8 @@ NO_EXECUTION_FIELDS = ExecutionFields()
 
 
 def apply_execution_fields(body: Mapping[str, Any], fields: ExecutionFields, *, supports_read_concern: bool,
-                           supports_write_concern: bool, accepts_max_time_ms: bool = True) -> dict[str, Any]:
+                           supports_write_concern: bool, accepts_max_time_ms: bool = True,
+                           deprecated_max_time_ms: bool = True) -> dict[str, Any]:
     """A copy of ``body`` with the executor's fields placed (the command name stays first).
 
     Concern fields are only touched for commands that take them, so a
@@ -257,6 +262,16 @@ def apply_execution_fields(body: Mapping[str, Any], fields: ExecutionFields, *, 
     out = dict(body)
     if fields.in_transaction and supports_write_concern:
         out.pop("writeConcern", None)
+    if fields.csot:
+        if deprecated_max_time_ms:
+            out.pop("maxTimeMS", None)
+        concern = out.get("writeConcern") if supports_write_concern else None
+        if isinstance(concern, Mapping) and "wtimeout" in concern:
+            concern = {key: value for key, value in concern.items() if key != "wtimeout"}
+            if concern:
+                out["writeConcern"] = concern
+            else:
+                del out["writeConcern"]
     # A transaction's first statement and a session's causal/snapshot fields reach every command.
     if supports_read_concern or fields.start_transaction or fields.session_read_concern:
         if fields.in_transaction:
@@ -312,6 +327,12 @@ class Operation(Generic[ResultT]):
     supports_read_concern: bool = False
     supports_write_concern: bool = False
     accepts_max_time_ms: bool = True
+    #: The command's own maxTimeMS comes from the deprecated maxTimeMS option: a timeoutMS replaces it.
+    #: (Not for getMore, whose maxTimeMS is maxAwaitTimeMS, nor for runCommand's user document.)
+    deprecated_max_time_ms: bool = True
+    #: A timeoutMS puts a maxTimeMS on this command (False: a cursor's first command without a lifetime
+    #: deadline - timeoutMode iteration, tailable cursors that do not await data).
+    timeout_max_time_ms: bool = True
     allowable_errors: tuple = ()
     #: commitTransaction / abortTransaction: sent with the session's transaction number, retried once always.
     ends_transaction: bool = False
@@ -337,10 +358,16 @@ class Operation(Generic[ResultT]):
     def build(self, wire: WireInfo) -> Command:
         raise NotImplementedError
 
+    def max_time_ms_for(self, budget_ms: Optional[int]) -> Optional[int]:
+        """The maxTimeMS a timeoutMS puts on this command, given what is left of it minus the server's
+        round trip (None: no limit). Cursor commands without a lifetime deadline, and getMores, refine it."""
+        return budget_ms if self.timeout_max_time_ms else None
+
     def finalize(self, command: Command, fields: ExecutionFields = NO_EXECUTION_FIELDS) -> Command:
         body = apply_execution_fields(command.body, fields, supports_read_concern=self.supports_read_concern,
-                                      supports_write_concern=self.supports_write_concern,
-                                      accepts_max_time_ms=self.accepts_max_time_ms)
+                                      supports_write_concern=self.supports_write_concern or self.ends_transaction,
+                                      accepts_max_time_ms=self.accepts_max_time_ms,
+                                      deprecated_max_time_ms=self.deprecated_max_time_ms)
         # Statements in a transaction are always acknowledged: the transaction's write concern is the commit's.
         return Command(command.dbname, body, command.sequences,
                        acknowledged=command.acknowledged or fields.in_transaction,

@@ -173,10 +173,15 @@ class GetMoreOperation(Operation[list]):
         self.state = state
         self.cursor_id = state.cursor_id
 
-    @property
-    def accepts_max_time_ms(self) -> bool:  # type: ignore[override]
-        # CSOT may only bound the server-side wait of a tailable awaitData cursor.
-        return self.state.await_data
+    deprecated_max_time_ms = False  # its maxTimeMS is maxAwaitTimeMS
+
+    def max_time_ms_for(self, budget_ms: Optional[int]) -> Optional[int]:
+        """A timeoutMS never becomes a getMore's maxTimeMS; it only caps maxAwaitTimeMS (tailable
+        awaitData cursors and change streams), so the server answers before the deadline."""
+        wait = self.state.get_more_max_time_ms
+        if wait is None or budget_ms is None:
+            return None
+        return min(wait, budget_ms)
 
     def build(self, wire: WireInfo) -> Command:
         state = self.state
@@ -207,8 +212,6 @@ class KillCursorsOperation(Operation[Mapping[str, Any]]):
         super().__init__(dbname)
         self.collection = collection
         self.cursor_ids = [int(cursor_id) for cursor_id in cursor_ids]
-
-    accepts_max_time_ms = False
 
     def build(self, wire: WireInfo) -> Command:
         return Command(self.dbname, {"killCursors": self.collection,

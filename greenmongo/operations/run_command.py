@@ -34,9 +34,14 @@ def command_document(command: Union[str, Mapping[str, Any]], value: Any = 1, com
 
 
 class RunCommandOperation(Operation[Mapping[str, Any]]):
-    """An arbitrary command; ``check=False`` returns ``ok: 0`` replies instead of raising."""
+    """An arbitrary command; ``check=False`` returns ``ok: 0`` replies instead of raising.
+
+    The user's document is sent as written: under a timeoutMS its maxTimeMS is replaced by the
+    timeout's (and kept when the timeout has no limit), its writeConcern left alone.
+    """
 
     session_read_concern = "snapshot"
+    deprecated_max_time_ms = False
 
     def __init__(self, dbname: str, command: Mapping[str, Any], *, read_preference: Optional[ServerMode] = None,
                  codec_options: Optional[CodecOptions] = None, check: bool = True,

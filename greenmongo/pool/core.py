@@ -159,8 +159,9 @@ class Pool(PoolEvents, BackgroundMaintenance):
     def check_out(self, deadline: Optional[float] = None) -> Any:
         """A ready connection, in wait-queue order.
 
-        ``deadline`` (``time.monotonic()`` based, e.g. the operation's CSOT deadline) bounds
-        the wait together with waitQueueTimeoutMS; it does not bound establishment.
+        ``deadline`` (``time.monotonic()`` based: what an operation's timeoutMS leaves for selection and
+        checkout) replaces waitQueueTimeoutMS for the wait and also bounds establishing a connection
+        for this checkout (the factory gets it); without one, waitQueueTimeoutMS bounds the wait.
         Raises WaitQueueTimeoutError, PoolClearedError (retryable), PoolClosedError,
         or the factory's error.
         """
@@ -318,15 +319,12 @@ class Pool(PoolEvents, BackgroundMaintenance):
         if got is None:
             got = self._wait(deadline, started)
         if got is SLOT_RESERVED:
-            return self._establish_for_checkout(started)
+            return self._establish_for_checkout(started, deadline)
         return got
 
     def _wait(self, deadline: Optional[float], started: float) -> Any:
         """Queue up; returns a record (already in use) or SLOT_RESERVED. Kill-safe at the one switch."""
-        timeout = self.opts.wait_queue_timeout
-        if deadline is not None:
-            remaining = deadline - monotonic()
-            timeout = remaining if timeout is None else min(timeout, remaining)
+        timeout = self.opts.wait_queue_timeout if deadline is None else deadline - monotonic()
         entry = WaitQueueEntry()
         self._waiters.append(entry)
         try:
@@ -380,10 +378,10 @@ class Pool(PoolEvents, BackgroundMaintenance):
                 close_quietly(got.conn)
                 self._event_closed_quietly(got.id, reason)
 
-    def _establish_for_checkout(self, started: float) -> PooledConnection:
+    def _establish_for_checkout(self, started: float, deadline: Optional[float] = None) -> PooledConnection:
         record = self._new_record()
         try:
-            conn = self._establish(record, None)
+            conn = self._establish(record, None, deadline)
         except BaseException as exc:
             self._fail_checkout_quietly(exc, started, establishing=True)
             raise
@@ -399,8 +397,8 @@ class Pool(PoolEvents, BackgroundMaintenance):
             raise
         return record
 
-    def _establish(self, record: PooledConnection,
-                   on_error: Optional[Callable[[BaseException], None]]) -> Any:
+    def _establish(self, record: PooledConnection, on_error: Optional[Callable[[BaseException], None]],
+                   deadline: Optional[float] = None) -> Any:
         """Run the factory for a reserved pending slot.
 
         On success the slot stays pending (the caller finishes it synchronously).
@@ -415,7 +413,8 @@ class Pool(PoolEvents, BackgroundMaintenance):
             if record.interrupted:
                 raise _Interrupted()
             with establishment:  # clear(interrupt_in_use_connections=True) may throw into the factory
-                conn = self._factory(record.id)
+                # Background population never passes a deadline: only a checkout's establishment has one.
+                conn = self._factory(record.id) if deadline is None else self._factory(record.id, deadline)
             if record.interrupted:
                 close_quietly(conn)
                 raise _Interrupted()

@@ -22,8 +22,10 @@ class PoolableConnection(Protocol):
     # service_id: Optional[ObjectId]
 
 
-ConnectionFactory = Callable[[int], PoolableConnection]
-"""``factory(connection_id)`` connects, handshakes and authenticates; it may switch and may be killed."""
+ConnectionFactory = Callable[..., PoolableConnection]
+"""``factory(connection_id[, deadline])`` connects, handshakes and authenticates; it may switch and may be
+killed. A checkout under an operation's timeoutMS passes its monotonic ``deadline``; background
+population calls it with the id alone."""
 
 
 class PoolState:

@@ -49,7 +49,7 @@ class _AuthTracker:
 
 
 def pooled_connection_factory(address: Address, open_connection: Callable[..., Any],
-                              make_authenticator: Optional[Callable[[], Any]]) -> Callable[[int], Any]:
+                              make_authenticator: Optional[Callable[[], Any]]) -> Callable[..., Any]:
     """The pool's factory: connect + handshake (+ auth), labelling establishment network errors.
 
     A network error or timeout before authentication starts gets the
@@ -57,10 +57,10 @@ def pooled_connection_factory(address: Address, open_connection: Callable[..., A
     then leaves the server and its pool alone. Errors during authentication
     are left unlabelled and mark the server Unknown.
     """
-    def factory(connection_id: int) -> Any:
+    def factory(connection_id: int, deadline: Optional[float] = None) -> Any:
         tracker = _AuthTracker(make_authenticator()) if make_authenticator is not None else None
         try:
-            return open_connection(address, authenticator=tracker, conn_id=connection_id)
+            return open_connection(address, authenticator=tracker, conn_id=connection_id, deadline=deadline)
         except ConnectionFailure as exc:
             if tracker is None or not tracker.started:
                 add_backpressure_labels(exc)

@@ -176,6 +176,11 @@ class Topology:
         return self._id
 
     @property
+    def selection_timeout(self) -> float:
+        """serverSelectionTimeoutMS in seconds."""
+        return self._selection_timeout
+
+    @property
     def description(self) -> TopologyDescription:
         """The current description (immutable: hold on to it for a consistent view)."""
         return self._description
