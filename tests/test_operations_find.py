@@ -230,13 +230,16 @@ def test_tailable_await_get_more_uses_max_await_time_and_survives_empty_batches(
     get_more = state.get_more_operation()
     assert get_more.build(W).body == {"getMore": Int64(3), "collection": "coll", "maxTimeMS": 250}
     assert get_more.parse({"ok": 1, "cursor": {"id": 3, "nextBatch": []}}, W) == []
-    assert state.alive and get_more.accepts_max_time_ms
+    assert state.alive
+    # A timeoutMS only caps maxAwaitTimeMS (what is left of it, minus the round trip, in ms).
+    assert get_more.max_time_ms_for(100) == 100 and get_more.max_time_ms_for(900) == 250
+    assert get_more.max_time_ms_for(None) is None  # no limit: the built maxAwaitTimeMS stands
 
 
 def test_non_await_get_more_never_sends_max_time():
     state = find(max_time_ms=1000, max_await_time_ms=250).parse(reply([{}], 3), W)
     assert "maxTimeMS" not in state.get_more_operation().build(W).body
-    assert not state.get_more_operation().accepts_max_time_ms
+    assert state.get_more_operation().max_time_ms_for(500) is None  # a timeoutMS never becomes one
 
 
 def test_get_more_updates_namespace_and_post_batch_token():
