@@ -12,7 +12,7 @@ if os.environ.get("GREENMONGO_TEST_PATCHED", "").lower() in ("1", "true", "yes")
 
     monkey.patch_all()
 
-pytest_plugins = ["tests.plugins.hub_watchdog"]
+pytest_plugins = ["tests.plugins.hub_watchdog", "tests.plugins.skip_ledger", "pytester"]
 
 
 #: Spec runners that only call pure functions on JSON (no sockets, no greenlets): the same calls in
@@ -45,10 +45,8 @@ def pytest_collection_modifyitems(config, items):
     unified suites outside ``_PATCHED_PASS_UNIFIED``. Keeps CI well under its 20 minutes."""
     if os.environ.get("GREENMONGO_TEST_PATCHED", "").lower() not in ("1", "true", "yes"):
         return
-    import pytest
+    from tests.plugins.skip_ledger import mark_covered_by_unpatched_pass
 
-    skip = pytest.mark.skip(reason="one pass: covered by the unpatched pass (subprocesses / no gevent I/O / "
-                                   "same I/O paths as the suites the patched pass runs)")
     for item in items:
         if _single_pass(item):
-            item.add_marker(skip)
+            mark_covered_by_unpatched_pass(item)
