@@ -3,7 +3,9 @@
 Three kinds, and nothing else belongs here:
 
 * the server's: SecantusDB behaves differently from mongod. Evidence: the same case fails with
-  PyMongo 4.20 against the same server (``GREENMONGO_UNIFIED_DRIVER=pymongo``).
+  PyMongo 4.20 against the same server (``GREENMONGO_UNIFIED_DRIVER=pymongo``), recorded per case in
+  pymongo_evidence.json by ``python -m spec evidence``; tests/test_known_failures_evidence.py
+  fails for an entry without such a record.
 * the deployment's: the case needs more replica-set members than SecantusDB runs (one). Evidence
   as above; these are not run by default, because each waits 10-30 s for events that cannot come
   (``GREENMONGO_UNIFIED_RUN_ALL=1`` runs them as strict xfails too).
