@@ -153,11 +153,18 @@ def load() -> DriverAdapter:
         session_pinned_address=session_pinned_address,
         session_dirty=session_dirty,
         blocking_io=False,
-        unsupported_arguments={},
+        # What these name is not in PyMongo 4.20's API, so not in greenmongo's (spec/skip_ledger.py allows the skips).
+        unsupported_arguments={
+            "rawData": "PyMongo 4.20 has no rawData option (time-series bucket access), so greenmongo has none",
+        },
         unsupported_operations={
             "listDatabaseObjects": "PyMongo-shaped API: list_databases returns documents",
             "listCollectionObjects": "PyMongo-shaped API: list_collections returns documents",
-            "mapReduce": "PyMongo-shaped API: no map_reduce",
+            "mapReduce": "PyMongo-shaped API: PyMongo 4 removed map_reduce",
+            "count": "PyMongo-shaped API: PyMongo 4 removed Collection.count (count_documents and "
+                     "estimated_document_count replace it)",
+            "getSnapshotTime": "PyMongo-shaped API: PyMongo 4.20's ClientSession has no public snapshot time "
+                               "(the Snapshot Reads spec's snapshotTime)",
         },
         csfle_available=False,
     )
