@@ -12,6 +12,7 @@ version = __version__
 
 from greenmongo import errors  # noqa: E402
 from greenmongo.dropin import install_as_pymongo  # noqa: E402
+from greenmongo.engine.deadline import TimeoutMode, timeout  # noqa: E402
 from greenmongo.mongo_client import MongoClient  # noqa: E402
 from greenmongo.operations import (  # noqa: E402
     DeleteMany,
@@ -33,5 +34,5 @@ __all__ = [
     "ASCENDING", "DESCENDING", "GEO2D", "GEOSPHERE", "HASHED", "TEXT", "Collation", "CursorType", "DeleteMany",
     "DeleteOne", "IndexModel", "InsertOne", "MongoClient", "ReadConcern", "ReadPreference", "ReplaceOne",
     "ReturnDocument", "SearchIndexModel", "ServerApi", "ServerApiVersion", "UpdateMany", "UpdateOne",
-    "WriteConcern", "errors", "install_as_pymongo", "version",
+    "WriteConcern", "errors", "install_as_pymongo", "version", "timeout", "TimeoutMode",
 ]

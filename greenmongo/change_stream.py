@@ -30,6 +30,7 @@ from typing import Any, Generic, Iterator, Mapping, Optional, TypeVar
 
 from greenmongo.client_session import ClientSession, session_state
 from greenmongo.command_cursor import CommandCursor, core_of
+from greenmongo.engine.deadline import CursorTimeout, Deadline
 from greenmongo.engine.session_state import SessionState
 from greenmongo.errors import GreenMongoError
 from greenmongo.operations.arguments import (
@@ -124,9 +125,13 @@ class ChangeStream(Generic[DocumentT]):
             start_at_operation_time=options.start_at_operation_time)
         self._session = session_state(session, self._core)
         self._implicit_session: Optional[SessionState] = None
+        # timeoutMS (the enclosing timeout() block's, else the collection's, database's or client's) bounds
+        # the first aggregate and then each next()/try_next() call, resumes included (timeoutMode iteration).
+        self._timeout = CursorTimeout(target._timeout, self._session)
+        self._timeout.configure(tailable=True, await_data=True, max_await_time_ms=options.max_await_time_ms)
         self._cursor: Optional[_StreamCursor] = None
         self._closed = False
-        self._cursor = self._open()
+        self._cursor = self._open(self._timeout.first())
 
     # -- what subclasses say ------------------------------------------------------------------
 
@@ -148,7 +153,7 @@ class ChangeStream(Generic[DocumentT]):
 
     # -- opening and resuming ---------------------------------------------------------------------
 
-    def _open(self) -> _StreamCursor:
+    def _open(self, deadline: Deadline) -> _StreamCursor:
         """Run the aggregate: the first one, or a resume on a newly selected server."""
         session = self._session if self._session is not None else self._implicit_session
         dbname, collection = self._namespace()
@@ -158,10 +163,10 @@ class ChangeStream(Generic[DocumentT]):
             collation=self._collation, max_await_time_ms=self._max_await_time_ms, comment=self._comment,
             read_concern=target.read_concern, read_preference=target.read_preference,
             codec_options=target.codec_options)
-        state = self._core.execute(operation, session=session)
+        state = self._core.execute(operation, session=session, deadline=deadline)
         if session is None and state.session is not None and state.session.implicit:
             self._implicit_session = state.session  # the executor's implicit session: ours from now on
-        return _StreamCursor(target, state)
+        return _StreamCursor(target, state, timeout=self._timeout)
 
     def _resume(self) -> None:
         old, self._cursor = self._cursor, None
@@ -170,7 +175,7 @@ class ChangeStream(Generic[DocumentT]):
                 old.close()  # kills the server cursor if it is still open there
             except Exception:
                 pass
-        self._cursor = self._open()
+        self._cursor = self._open(self._timeout.for_fetch())
 
     def _resumable(self, error: BaseException) -> bool:
         return is_resumable_error(error, self._point.max_wire_version)
@@ -178,7 +183,15 @@ class ChangeStream(Generic[DocumentT]):
     # -- iteration --------------------------------------------------------------------------------
 
     def try_next(self) -> Optional[DocumentT]:
-        """The next change, or None if none arrived: at most one getMore and at most one resume."""
+        """The next change, or None if none arrived: at most one getMore and at most one resume.
+
+        Under a timeoutMS the call (its resume included) has one deadline; a timeout leaves the stream
+        open, and the next call resumes it.
+        """
+        with self._timeout.iteration():
+            return self._try_next()
+
+    def _try_next(self) -> Optional[DocumentT]:
         if self._closed:
             return None
         try:
@@ -189,6 +202,9 @@ class ChangeStream(Generic[DocumentT]):
             try:
                 change = cursor.try_next()
             except GreenMongoError as exc:
+                if exc.timeout and self._timeout.csot:
+                    cursor._kill_later()  # out of time: the next call resumes (queued kill, no I/O)
+                    raise
                 if not self._resumable(exc):
                     raise
                 self._resume()
@@ -215,11 +231,13 @@ class ChangeStream(Generic[DocumentT]):
         return change
 
     def next(self) -> DocumentT:
-        """The next change, waiting for it (StopIteration once the stream is closed)."""
-        while not self._closed:
-            change = self.try_next()
-            if change is not None:
-                return change
+        """The next change, waiting for it (StopIteration once the stream is closed); under a timeoutMS
+        the whole wait has one deadline."""
+        with self._timeout.iteration():
+            while not self._closed:
+                change = self._try_next()
+                if change is not None:
+                    return change
         raise StopIteration
 
     __next__ = next

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import time
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NoReturn, Optional
 
 from greenmongo.bson.timestamp import Timestamp
+from greenmongo.common import timeout_seconds
+from greenmongo.engine.deadline import Deadline, TimeoutScope, current_scope, resolve, scoped_to
 from greenmongo.engine.session_state import SessionState
 from greenmongo.engine.transaction import (
     TRANSIENT_TRANSACTION_ERROR,
@@ -35,9 +37,10 @@ class SessionOptions:
     """Options of an explicit session (PyMongo's names)."""
 
     def __init__(self, causal_consistency: Optional[bool] = None, default_transaction_options: Any = None,
-                 snapshot: Optional[bool] = False) -> None:
+                 snapshot: Optional[bool] = False, *, default_timeout_ms: Optional[int] = None) -> None:
         if snapshot and causal_consistency:
             raise ConfigurationError("snapshot reads do not support causal_consistency=True")
+        self._default_timeout = timeout_seconds(default_timeout_ms, None)
         self._causal_consistency = True if causal_consistency is None and not snapshot else bool(
             causal_consistency)
         self._default_transaction_options = default_transaction_options
@@ -54,6 +57,11 @@ class SessionOptions:
     @property
     def snapshot(self) -> bool:
         return self._snapshot
+
+    @property
+    def default_timeout_ms(self) -> Optional[int]:
+        """The session's defaultTimeoutMS (None: the client's timeoutMS applies)."""
+        return None if self._default_timeout is None else round(self._default_timeout * 1000)
 
 
 _WITH_TRANSACTION_TIMEOUT = 120.0
@@ -89,7 +97,8 @@ class ClientSession:
         self._core = core
         self._options = options or SessionOptions()
         self._state = core.new_session(causal_consistency=self._options.causal_consistency,
-                                       snapshot=self._options.snapshot)
+                                       snapshot=self._options.snapshot,
+                                       default_timeout=self._options._default_timeout)
 
     # -- PyMongo's API --------------------------------------------------------------------
 
@@ -156,9 +165,13 @@ class ClientSession:
             return
         try:
             if self.in_transaction:
-                self.abort_transaction()
+                self._abort(self._deadline())
         finally:
             self._state.end()
+
+    def _deadline(self) -> Deadline:
+        """commit/abort/end: an enclosing timeout() block or with_transaction, else defaultTimeoutMS."""
+        return resolve(self._state.default_timeout, self._state)
 
     def start_transaction(self, read_concern: Any = None, write_concern: Any = None, read_preference: Any = None,
                           max_commit_time_ms: Optional[int] = None) -> "_TransactionContext":
@@ -174,6 +187,9 @@ class ClientSession:
 
     def commit_transaction(self) -> None:
         """Commit; after an error labelled UnknownTransactionCommitResult it is safe to call again."""
+        self._commit(self._deadline())
+
+    def _commit(self, deadline: Deadline) -> None:
         self._state.check_not_ended()
         transaction = self._state.transaction
         if not transaction.begin_commit():
@@ -183,10 +199,13 @@ class ClientSession:
             transaction.commit_write_concern(retrying=False), transaction.recovery_token,
             options.max_commit_time_ms if options is not None else None,
             majority_on_retry=transaction.commit_write_concern(retrying=True))
-        self._core.execute(operation, session=self._state)
+        self._core.execute(operation, session=self._state, deadline=deadline)
 
     def abort_transaction(self) -> None:
         """Abort; the server's errors are ignored (the transaction times out there anyway)."""
+        self._abort(self._deadline())
+
+    def _abort(self, deadline: Deadline) -> None:
         self._state.check_not_ended()
         transaction = self._state.transaction
         if not transaction.begin_abort():
@@ -194,7 +213,7 @@ class ClientSession:
         operation = AbortTransactionOperation(transaction.commit_write_concern(retrying=False),
                                               transaction.recovery_token)
         try:
-            self._core.execute(operation, session=self._state)
+            self._core.execute(operation, session=self._state, deadline=deadline)
         except GreenMongoError:
             pass  # the spec: abortTransaction errors are not reported
         finally:
@@ -203,35 +222,63 @@ class ClientSession:
     def with_transaction(self, callback: Callable[["ClientSession"], Any], read_concern: Any = None,
                          write_concern: Any = None, read_preference: Any = None,
                          max_commit_time_ms: Optional[int] = None) -> Any:
-        """Run ``callback(session)`` in a transaction and commit, retrying transient failures for 120 s."""
+        """Run ``callback(session)`` in a transaction and commit, retrying transient failures.
+
+        Retries go on for 120 s, or, under a timeoutMS (an enclosing ``greenmongo.timeout()`` block,
+        else the session's defaultTimeoutMS, else the client's), until that one deadline: the callback's
+        operations with this session share it (they cannot override it), and when it runs out the
+        error is a timeout caused by the last failure. Operations of the callback that do not use the
+        session keep their own timeouts. An abort after a failed callback gets the timeout afresh.
+        """
+        deadline = self._deadline()
         started = time.monotonic()
 
         def within_time() -> bool:
+            if deadline.csot:
+                return not deadline.expired()
             return time.monotonic() - started < _WITH_TRANSACTION_TIMEOUT
 
-        while True:
-            self.start_transaction(read_concern, write_concern, read_preference, max_commit_time_ms)
-            try:
-                result = callback(self)
-            except BaseException as exc:
-                if self.in_transaction:
-                    self.abort_transaction()
-                if has_error_label(exc, TRANSIENT_TRANSACTION_ERROR) and within_time():
-                    continue
-                raise
-            if not self.in_transaction:
-                return result  # the callback committed or aborted itself
-            while True:
-                try:
-                    self.commit_transaction()
-                except GreenMongoError as exc:
-                    if (exc.has_error_label(UNKNOWN_COMMIT_RESULT) and within_time()
-                            and not is_max_time_expired(exc)):
-                        continue
-                    if exc.has_error_label(TRANSIENT_TRANSACTION_ERROR) and within_time():
-                        break
-                    raise
-                return result
+        def give_up(error: BaseException) -> NoReturn:
+            """Out of time: under a timeoutMS the user sees a timeout, caused by the last failure."""
+            if not deadline.csot or getattr(error, "timeout", False):
+                raise error
+            raise deadline.timeout_error("with_transaction", cause=error) from error
+
+        state = self._state
+        scope = TimeoutScope(deadline, current_scope(), owner=state) if deadline.csot else None
+        state.transaction_scope = scope
+        try:
+            with scoped_to(scope):
+                while True:
+                    self.start_transaction(read_concern, write_concern, read_preference, max_commit_time_ms)
+                    try:
+                        result = callback(self)
+                    except BaseException as exc:
+                        if self.in_transaction:
+                            self._abort(deadline.refreshed())
+                        if has_error_label(exc, TRANSIENT_TRANSACTION_ERROR):
+                            if within_time():
+                                continue
+                            give_up(exc)
+                        raise
+                    if not self.in_transaction:
+                        return result  # the callback committed or aborted itself
+                    while True:
+                        try:
+                            self._commit(deadline)
+                        except GreenMongoError as exc:
+                            if exc.has_error_label(UNKNOWN_COMMIT_RESULT) and not is_max_time_expired(exc):
+                                if within_time():
+                                    continue
+                                give_up(exc)
+                            if exc.has_error_label(TRANSIENT_TRANSACTION_ERROR):
+                                if within_time():
+                                    break
+                                give_up(exc)
+                            raise
+                        return result
+        finally:
+            state.transaction_scope = None
 
     def __enter__(self) -> "ClientSession":
         return self

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Un
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.change_stream import CollectionChangeStream, Watchable, WatchOptions
 from greenmongo.client_session import ClientSession, session_state
-from greenmongo.command_cursor import CommandCursor, RawBatchCommandCursor, raw_codec_options
+from greenmongo.command_cursor import CommandCursor, RawBatchCommandCursor, open_command_cursor, raw_codec_options
 from greenmongo.common import BaseObject, timeout_seconds
 from greenmongo.cursor import Cursor, RawBatchCursor
 from greenmongo.errors import ConfigurationError, InvalidName
@@ -314,7 +314,8 @@ class Collection(BaseObject, Watchable):
         operation = FindOperation(self._database.name, self._name, FindSpec(filter, limit=-1, **options),
                                   read_concern=self._read_concern, read_preference=self._read_preference,
                                   codec_options=self._codec_options)
-        state = self._core.execute(operation, session=session_state(session, self._core))
+        session_in_use = session_state(session, self._core)
+        state = self._core.execute(operation, session=session_in_use, deadline=self._deadline(session_in_use))
         batch = state.first_batch
         if state.alive:  # not expected with limit -1; the cursor's close kills it and ends its session
             CommandCursor(self, state).close()
@@ -403,16 +404,21 @@ class Collection(BaseObject, Watchable):
         """Run a pipeline; options are the command's, camelCase (allowDiskUse, batchSize, maxTimeMS,
         maxAwaitTimeMS, collation, hint, bypassDocumentValidation). ``$out``/``$merge`` pipelines
         write, and run on the primary unless every server is 5.0+."""
+        timeout_mode = kwargs.pop("timeout_mode", None)
         operation = self._aggregate_operation(self._database.name, self._name, pipeline, let, comment, kwargs,
                                               self._codec_options)
-        return CommandCursor(self, self._run(operation, session), session=session)
+        return open_command_cursor(self, operation, session, timeout_mode=timeout_mode, writes=operation.is_write,
+                                   max_await_time_ms=operation.max_await_time_ms)
 
     def aggregate_raw_batches(self, pipeline: list, session: Any = None, comment: Any = None,
                               **kwargs: Any) -> RawBatchCommandCursor:
         """Like ``aggregate`` but each iteration yields one batch as concatenated BSON bytes."""
+        timeout_mode = kwargs.pop("timeout_mode", None)
         operation = self._aggregate_operation(self._database.name, self._name, pipeline, kwargs.pop("let", None),
                                               comment, kwargs, raw_codec_options(self._codec_options))
-        return RawBatchCommandCursor(self, self._run(operation, session), session=session)
+        return open_command_cursor(self, operation, session, timeout_mode=timeout_mode,
+                                   cursor_class=RawBatchCommandCursor, writes=operation.is_write,
+                                   max_await_time_ms=operation.max_await_time_ms)
 
     def _change_stream(self, options: WatchOptions, session: Optional[ClientSession]) -> CollectionChangeStream:
         return CollectionChangeStream(self, options, session)
@@ -458,11 +464,12 @@ class Collection(BaseObject, Watchable):
         """Drop every index but ``_id``'s."""
         self.drop_index("*", session=session, comment=comment, **kwargs)
 
-    def list_indexes(self, session: Any = None, comment: Any = None) -> CommandCursor:
+    def list_indexes(self, session: Any = None, comment: Any = None, *,
+                     timeout_mode: Optional[str] = None) -> CommandCursor:
         """A cursor over the index specifications (empty for a missing collection)."""
         operation = ListIndexesOperation(self._database.name, self._name, comment=comment,
                                          codec_options=self._codec_options.with_options(document_class=dict))
-        return CommandCursor(self, self._run(operation, session), session=session)
+        return open_command_cursor(self, operation, session, timeout_mode=timeout_mode)
 
     def index_information(self, session: Any = None, comment: Any = None) -> dict[str, dict[str, Any]]:
         """Index name -> specification, with ``key`` as a list of (key, direction) pairs."""
@@ -479,7 +486,7 @@ class Collection(BaseObject, Watchable):
             self._database.name, self._name, name, comment=comment, hint=kwargs.pop("hint", None),
             max_time_ms=kwargs.pop("maxTimeMS", None), read_preference=self._read_preference,
             codec_options=self._codec_options, extra=kwargs)
-        return CommandCursor(self, self._run(operation, session), session=session)
+        return open_command_cursor(self, operation, session)
 
     def create_search_index(self, model: Union[Mapping[str, Any], SearchIndexModel], session: Any = None,
                             comment: Any = None, **kwargs: Any) -> str:

@@ -23,8 +23,11 @@ from typing import TYPE_CHECKING, Any, Generic, Iterator, Optional, TypeVar
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.raw import RawBSONDocument
+from greenmongo.engine.deadline import CursorTimeout
 from greenmongo.errors import ConnectionFailure, InvalidOperation
 from greenmongo.operations.arguments import validate_integer
+from greenmongo.client_session import session_state
+from greenmongo.operations.base import Operation
 from greenmongo.operations.cursor_state import CursorState, KillCursorsOperation
 
 if TYPE_CHECKING:
@@ -62,8 +65,10 @@ class _CursorBase(Generic[DocumentT]):
     #: The session the user passed; None means the executor's implicit one (kept in the CursorState).
     _explicit_session: Optional["ClientSession"] = None
 
-    def __init__(self, core: "ClientCore") -> None:
+    def __init__(self, core: "ClientCore", timeout: Optional[CursorTimeout] = None) -> None:
         self._core = core
+        #: The cursor's timeoutMS and timeoutMode: which deadline each getMore and the killCursors get.
+        self._timeout = timeout if timeout is not None else CursorTimeout.legacy()
         self._state: Optional[CursorState] = None
         self._buffer: deque = deque()
         self._closed = False
@@ -139,8 +144,12 @@ class _CursorBase(Generic[DocumentT]):
         state = self._state
         assert state is not None
         try:
-            batch = self._core.get_more(state)
-        except ConnectionFailure:
+            batch = self._core.get_more(state, self._timeout.for_fetch())
+        except ConnectionFailure as exc:
+            if exc.timeout and self._timeout.csot:
+                # The operation's timeout, not a broken server: the server cursor lives on and close()
+                # (or the next call, under timeoutMode iteration) still reaches it.
+                raise
             # The server may be unreachable: waiting here to kill would block for server selection.
             self._kill_later()
             raise
@@ -165,7 +174,7 @@ class _CursorBase(Generic[DocumentT]):
 
     def _send_kill(self, kill: KillCursorsOperation, state: CursorState) -> None:
         """killCursors now, in the calling greenlet; its errors are not the caller's concern."""
-        self._core.kill_cursor(kill, state)
+        self._core.kill_cursor(kill, state, self._timeout.for_close())
 
     def _kill_later(self) -> None:
         """Hand the server cursor to the client to kill with its next operation (no I/O here)."""
@@ -181,6 +190,12 @@ class _CursorBase(Generic[DocumentT]):
 
     def next(self) -> DocumentT:
         """The next document, fetching a batch only when the buffer is empty."""
+        if self._buffer:
+            return self._buffer.popleft()
+        with self._timeout.iteration():
+            return self._next()
+
+    def _next(self) -> DocumentT:
         buffer = self._buffer
         while True:
             if buffer:
@@ -199,7 +214,8 @@ class _CursorBase(Generic[DocumentT]):
     def try_next(self) -> Optional[DocumentT]:
         """The next document or None, with at most one round trip (for tailable cursors)."""
         if not self._buffer and self._can_fetch():
-            self._fetch()
+            with self._timeout.iteration():
+                self._fetch()
         if self._buffer:
             return self._buffer.popleft()
         return None
@@ -210,6 +226,10 @@ class _CursorBase(Generic[DocumentT]):
             validate_integer("length", length)
             if length < 1:
                 raise ValueError("to_list() length must be greater than 0")
+        with self._timeout.iteration():
+            return self._to_list(length)
+
+    def _to_list(self, length: Optional[int]) -> list:
         result: list = []
         buffer = self._buffer
         while length is None or len(result) < length:
@@ -264,8 +284,8 @@ class CommandCursor(_CursorBase[DocumentT]):
     """
 
     def __init__(self, owner: Any, state: CursorState, *, codec_options: Optional[CodecOptions] = None,
-                 session: Optional["ClientSession"] = None) -> None:
-        super().__init__(core_of(owner))
+                 session: Optional["ClientSession"] = None, timeout: Optional[CursorTimeout] = None) -> None:
+        super().__init__(core_of(owner), timeout)
         self._explicit_session = session
         self._owner = owner
         self._state = state
@@ -305,4 +325,22 @@ class RawBatchCommandCursor(CommandCursor[bytes]):
         raise InvalidOperation("Cannot call __getitem__ on RawBatchCommandCursor")
 
 
-__all__ = ["CommandCursor", "RawBatchCommandCursor", "RAW_BATCH_CODEC_OPTIONS", "core_of", "raw_codec_options"]
+def open_command_cursor(owner: Any, operation: Operation[CursorState], session: Optional["ClientSession"], *,
+                        timeout_mode: Optional[str] = None, read_preference: Any = None,
+                        cursor_class: "type[CommandCursor[Any]]" = CommandCursor, tailable: bool = False,
+                        await_data: bool = False, writes: bool = False,
+                        max_await_time_ms: Optional[int] = None) -> "CommandCursor[Any]":
+    """Run a command that opens a cursor through ``owner`` (a Collection, Database or MongoClient) and
+        wrap its first batch: the cursor's timeoutMS and timeoutMode are decided here, before anything is
+    sent, and the command gets the cursor's first deadline."""
+    core = core_of(owner)
+    state = session_state(session, core)
+    timeout = CursorTimeout(owner._timeout, state, timeout_mode)
+    timeout.configure(tailable=tailable, await_data=await_data, writes=writes, max_await_time_ms=max_await_time_ms)
+    operation.timeout_max_time_ms = timeout.sends_max_time_ms
+    result = core.execute(operation, session=state, read_preference=read_preference, deadline=timeout.first())
+    return cursor_class(owner, result, session=session, timeout=timeout)
+
+
+__all__ = ["CommandCursor", "RawBatchCommandCursor", "RAW_BATCH_CODEC_OPTIONS", "core_of", "open_command_cursor",
+           "raw_codec_options"]

@@ -26,6 +26,7 @@ from greenmongo.command_cursor import (
     join_raw_batch,
     raw_codec_options,
 )
+from greenmongo.engine.deadline import CursorTimeout
 from greenmongo.errors import InvalidOperation
 from greenmongo.operations.arguments import (
     collation_document,
@@ -82,6 +83,8 @@ class Cursor(_CursorBase[Any]):
         session: Any = None,
         allow_disk_use: Optional[bool] = None,
         let: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout_mode: Optional[str] = None,
     ) -> None:
         core = core_of(collection)
         super().__init__(core)
@@ -102,6 +105,15 @@ class Cursor(_CursorBase[Any]):
         self._empty = False
         # Validates every option now (PyMongo raises at find() time); reused unless a builder runs.
         self._prepared: Optional[FindOperation] = self._operation()
+        # The timeoutMS in force where find() is called governs the cursor, wherever it is iterated.
+        self._timeout = CursorTimeout(collection._timeout, self._session_state, timeout_mode)
+        self._configure_timeout()
+
+    def _configure_timeout(self) -> None:
+        spec = self._spec
+        await_data = spec.cursor_type & CursorType.TAILABLE_AWAIT == CursorType.TAILABLE_AWAIT
+        self._timeout.configure(tailable=bool(spec.cursor_type & _TAILABLE), await_data=await_data,
+                                max_await_time_ms=spec.max_await_time_ms if await_data else None)
 
     # -- the find command ----------------------------------------------------------------------
 
@@ -118,7 +130,9 @@ class Cursor(_CursorBase[Any]):
     def _start(self) -> None:
         operation = self._prepared or self._operation()
         self._prepared = None
-        self._state = self._core.execute(operation, session=self._session_state)
+        self._configure_timeout()  # builders may have made it tailable or set maxAwaitTimeMS since find()
+        operation.timeout_max_time_ms = self._timeout.sends_max_time_ms
+        self._state = self._core.execute(operation, session=self._session_state, deadline=self._timeout.first())
         self._accept(self._state.first_batch)
         self._state.first_batch = []
 
@@ -324,6 +338,7 @@ class Cursor(_CursorBase[Any]):
         clone._collection = self._collection
         clone._explicit_session = self._explicit_session
         clone._session_state = self._session_state
+        clone._timeout = self._timeout.restarted()
         clone._spec = self._spec.copy()
         clone._empty = self._empty
         clone._prepared = None
@@ -346,13 +361,15 @@ class Cursor(_CursorBase[Any]):
         self._state = None
         self._buffer.clear()
         self._closed = False
+        self._timeout = self._timeout.restarted()
         return self
 
     def explain(self) -> Any:
         """The server's explain output for this query (verbosity: the server's default)."""
         limit = -abs(self._spec.limit) if self._spec.limit else None
         operation = ExplainOperation(self._operation(self._collection.codec_options, limit=limit))
-        return self._core.execute(operation, session=self._session_state)
+        return self._core.execute(operation, session=self._session_state,
+                                  deadline=self._collection._deadline(self._session_state))
 
     def distinct(self, key: str) -> list:
         """Distinct values of ``key`` among the documents this cursor's filter matches."""
@@ -365,7 +382,8 @@ class Cursor(_CursorBase[Any]):
             collection.database.name, collection.name, key, filter, collation=spec.collation,
             max_time_ms=spec.max_time_ms, comment=spec.comment, read_concern=collection.read_concern,
             read_preference=collection.read_preference, codec_options=collection.codec_options)
-        return self._core.execute(operation, session=self._session_state)
+        return self._core.execute(operation, session=self._session_state,
+                                  deadline=collection._deadline(self._session_state))
 
     @property
     def collection(self) -> "Collection":

@@ -15,7 +15,7 @@ from greenmongo.bson.dbref import DBRef
 from greenmongo.change_stream import DatabaseChangeStream, Watchable, WatchOptions
 from greenmongo.client_session import ClientSession, session_state
 from greenmongo.collection import Collection, check_options
-from greenmongo.command_cursor import CommandCursor
+from greenmongo.command_cursor import CommandCursor, open_command_cursor
 from greenmongo.common import BaseObject, timeout_seconds
 from greenmongo.errors import CollectionInvalid, InvalidName, InvalidOperation
 from greenmongo.operations.collections import (
@@ -109,12 +109,13 @@ class Database(BaseObject, Watchable):
     def list_collections(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
                          comment: Any = None, **kwargs: Any) -> CommandCursor:
         """A cursor over the collection descriptions (``nameOnly``, ``authorizedCollections``, ``batchSize``)."""
+        timeout_mode = kwargs.pop("timeout_mode", None)
         operation = ListCollectionsOperation(
             self._name, filter=filter, name_only=kwargs.pop("nameOnly", None),
             authorized_collections=kwargs.pop("authorizedCollections", None),
             batch_size=kwargs.pop("batchSize", None), comment=comment, codec_options=self._codec_options,
             extra=kwargs)
-        return CommandCursor(self, self._run(operation, session), session=session)
+        return open_command_cursor(self, operation, session, timeout_mode=timeout_mode)
 
     def list_collection_names(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
                               comment: Any = None, **kwargs: Any) -> list[str]:
@@ -123,7 +124,7 @@ class Database(BaseObject, Watchable):
             self._name, filter=filter, authorized_collections=kwargs.pop("authorizedCollections", None),
             batch_size=kwargs.pop("batchSize", None), comment=comment,
             codec_options=DEFAULT_CODEC_OPTIONS, extra=kwargs)
-        return [document["name"] for document in CommandCursor(self, self._run(operation, session), session=session)]
+        return [document["name"] for document in open_command_cursor(self, operation, session)]
 
     def create_collection(self, name: str, codec_options: Optional[CodecOptions] = None,
                           read_preference: Optional[ServerMode] = None, write_concern: Optional[WriteConcern] = None,
@@ -221,7 +222,7 @@ class Database(BaseObject, Watchable):
     def cursor_command(self, command: Union[str, Mapping[str, Any]], value: Any = 1,
                        read_preference: Optional[ServerMode] = None, codec_options: Optional[CodecOptions] = None,
                        session: Any = None, comment: Any = None, max_await_time_ms: Optional[int] = None,
-                       **kwargs: Any) -> CommandCursor:
+                       *, timeout_mode: Optional[str] = None, **kwargs: Any) -> CommandCursor:
         """Run a command that returns a cursor and iterate it (getMores go to the same server).
 
         ``comment`` and ``max_await_time_ms`` apply to the getMores (as ``comment`` and
@@ -234,7 +235,10 @@ class Database(BaseObject, Watchable):
         operation = RunCursorCommandOperation(
             self._name, document, max_await_time_ms=max_await_time_ms, comment=comment,
             read_preference=preference, codec_options=codec_options or DEFAULT_CODEC_OPTIONS)
-        return CommandCursor(self, self._run(operation, session, preference), session=session)
+        # A tailable command (``tailable``/``awaitData`` in the document) makes a tailable cursor.
+        return open_command_cursor(self, operation, session, timeout_mode=timeout_mode, read_preference=preference,
+                                   tailable=bool(document.get("tailable")), await_data=bool(document.get("awaitData")),
+                                   max_await_time_ms=max_await_time_ms)
 
     def aggregate(self, pipeline: list, session: Any = None, **kwargs: Any) -> CommandCursor:
         """A database-level pipeline (``$currentOp``, ``$listLocalSessions``, ``$documents``, ...).
@@ -242,9 +246,11 @@ class Database(BaseObject, Watchable):
         Options are the aggregate command's, camelCase (``allowDiskUse``, ``batchSize``,
         ``maxTimeMS``, ``collation``, ``hint``, ``let``, ``comment``, ``maxAwaitTimeMS``).
         """
+        timeout_mode = kwargs.pop("timeout_mode", None)
         operation = self._aggregate_operation(self._name, None, pipeline, kwargs.pop("let", None),
                                               kwargs.pop("comment", None), kwargs, self._codec_options)
-        return CommandCursor(self, self._run(operation, session), session=session)
+        return open_command_cursor(self, operation, session, timeout_mode=timeout_mode, writes=operation.is_write,
+                                   max_await_time_ms=operation.max_await_time_ms)
 
     def _change_stream(self, options: WatchOptions, session: Optional[ClientSession]) -> DatabaseChangeStream:
         return DatabaseChangeStream(self, options, session)

@@ -16,7 +16,7 @@ import greenmongo.net.dns  # noqa: F401  (imported eagerly: a first mongodb+srv 
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.change_stream import ClusterChangeStream, Watchable, WatchOptions
 from greenmongo.client_session import ClientSession, SessionOptions, session_state
-from greenmongo.command_cursor import CommandCursor
+from greenmongo.command_cursor import open_command_cursor
 from greenmongo.database import Database
 from greenmongo.engine.core import ClientCore
 from greenmongo.engine.deadline import resolve
@@ -52,6 +52,8 @@ class MongoClient(Watchable):
             kwargs["tz_aware"] = tz_aware
         self._options = ClientOptions(host, port, **kwargs)
         self._core = ClientCore(self._options)
+        #: timeoutMS in seconds (None: not set), the default of every database and collection.
+        self._timeout = self._options.timeout
         if connect is None or connect:
             self._core.open()
 
@@ -136,10 +138,7 @@ class MongoClient(Watchable):
             filter=options.pop("filter", None), name_only=options.pop("nameOnly", None),
             authorized_databases=options.pop("authorizedDatabases", None), comment=comment,
             codec_options=self.codec_options, extra=options)
-        state = session_state(session, self._core)
-        deadline = resolve(self._options.timeout, state)
-        result = self._core.execute(operation, session=state, deadline=deadline)
-        return CommandCursor(self, result, codec_options=self.codec_options, session=session, deadline=deadline)
+        return open_command_cursor(self, operation, session)
 
     def list_database_names(self, session: Any = None, comment: Any = None) -> list:
         return [doc["name"] for doc in self.list_databases(session, comment=comment, nameOnly=True)]
@@ -152,7 +151,7 @@ class MongoClient(Watchable):
             raise InvalidName("database name cannot be empty")
         state = session_state(session, self._core)
         self._core.execute(DropDatabaseOperation(name, write_concern=self.write_concern, comment=comment),
-                           session=state, deadline=resolve(self._options.timeout, state))
+                           session=state, deadline=resolve(self._timeout, state))
 
     def server_info(self, session: Any = None) -> dict:
         return self.admin.command("buildinfo", session=session)
@@ -173,7 +172,7 @@ class MongoClient(Watchable):
                                write_concern=None if in_transaction else write_concern or self.write_concern,
                                codec_options=self.codec_options)
 
-        deadline = resolve(self._options.timeout, state)  # one deadline for every batch and its results
+        deadline = resolve(self._timeout, state)  # one deadline for every batch and its results
 
         def run(batch: Any) -> None:
             # The batch's reply is a cursor over per-operation results: the core drains it.
@@ -192,10 +191,14 @@ class MongoClient(Watchable):
     # -- sessions ----------------------------------------------------------------------------
 
     def start_session(self, causal_consistency: Optional[bool] = None, default_transaction_options: Any = None,
-                      snapshot: Optional[bool] = False) -> ClientSession:
-        """An explicit session (Driver Sessions spec); end it with ``end_session()`` or ``with``."""
+                      snapshot: Optional[bool] = False, *, default_timeout_ms: Optional[int] = None) -> ClientSession:
+        """An explicit session (Driver Sessions spec); end it with ``end_session()`` or ``with``.
+
+        ``default_timeout_ms`` is the timeoutMS of its commit, abort, end and ``with_transaction`` (else the
+        client's timeoutMS).
+        """
         return ClientSession(self, self._core, SessionOptions(causal_consistency, default_transaction_options,
-                                                              snapshot))
+                                                              snapshot, default_timeout_ms=default_timeout_ms))
 
     # -- lifecycle -------------------------------------------------------------------------
 

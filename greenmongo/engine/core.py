@@ -128,9 +128,12 @@ class ClientCore:
 
     # -- sessions ---------------------------------------------------------------------------------
 
-    def new_session(self, *, causal_consistency: bool, snapshot: bool) -> SessionState:
+    def new_session(self, *, causal_consistency: bool, snapshot: bool,
+                    default_timeout: Optional[float] = None) -> SessionState:
+        """An explicit session; ``default_timeout`` (seconds) is its defaultTimeoutMS, else the client's."""
         self.check_usable()
-        return SessionState(self, implicit=False, causal_consistency=causal_consistency, snapshot=snapshot)
+        return SessionState(self, implicit=False, causal_consistency=causal_consistency, snapshot=snapshot,
+                            default_timeout=self.options.timeout if default_timeout is None else default_timeout)
 
     def implicit_session(self) -> SessionState:
         """Implicit sessions are never causally consistent (no afterClusterTime on getMores or resumes)."""

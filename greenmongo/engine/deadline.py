@@ -197,6 +197,11 @@ def current_scope() -> Optional[TimeoutScope]:
     return _SCOPE.get()
 
 
+def scoped_to(scope: Optional[TimeoutScope]) -> _Scoped:
+    """``with scoped_to(scope):`` - ``scope`` is the enclosing block inside (None: nothing changes)."""
+    return _Scoped(scope)
+
+
 def resolve(entity_timeout: Optional[float], session: Optional["SessionState"] = None) -> Deadline:
     return _resolve(entity_timeout, session)[0]
 

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional
 
 from greenmongo.database import Database
 from greenmongo.errors import ConfigurationError, NoFile
-from greenmongo.gridfs.common import gridfs_root, refuse_transaction
+from greenmongo.gridfs.common import gridfs_root, one_operation, refuse_transaction
 from greenmongo.gridfs.grid_in import GridIn
 from greenmongo.gridfs.grid_out import GridOut, GridOutCursor
 from greenmongo.gridfs.indexes import IndexGuard
@@ -87,6 +87,7 @@ class GridFSBucket:
         return self._upload_stream({"_id": file_id, "filename": _validate_filename(filename)}, chunk_size_bytes,
                                    metadata, session)
 
+    @one_operation
     def upload_from_stream(self, filename: str, source: Any, chunk_size_bytes: Optional[int] = None,
                            metadata: Optional[Mapping[str, Any]] = None, session: Any = None) -> Any:
         """Store ``source`` (bytes, or a readable object read to its end) as a new file; returns its id.
@@ -98,6 +99,7 @@ class GridFSBucket:
             upload.write(source)
         return upload._id
 
+    @one_operation
     def upload_from_stream_with_id(self, file_id: Any, filename: str, source: Any,
                                    chunk_size_bytes: Optional[int] = None,
                                    metadata: Optional[Mapping[str, Any]] = None, session: Any = None) -> None:
@@ -114,11 +116,13 @@ class GridFSBucket:
         download.open()
         return download
 
+    @one_operation
     def download_to_stream(self, file_id: Any, destination: Any, session: Any = None) -> None:
         """Write the stored file's bytes to ``destination`` (not closed afterwards)."""
         with self.open_download_stream(file_id, session=session) as download:
             _copy(download, destination)
 
+    @one_operation
     def open_download_stream_by_name(self, filename: str, revision: int = -1, session: Any = None) -> GridOut:
         """A GridOut for one revision of ``filename``: 0 the first upload, 1 the next, ...; -1 the
         latest (default), -2 the one before, ... Raises NoFile, saying whether the name or only
@@ -135,6 +139,7 @@ class GridFSBucket:
             raise NoFile(f"no version {revision} for filename {filename!r}")
         return GridOut(self._root, file_document=document, session=session)
 
+    @one_operation
     def download_to_stream_by_name(self, filename: str, destination: Any, revision: int = -1,
                                    session: Any = None) -> None:
         """Write one revision of ``filename`` (see ``open_download_stream_by_name``) to ``destination``."""
@@ -152,6 +157,7 @@ class GridFSBucket:
         """
         return GridOutCursor(self._root, *args, **kwargs)
 
+    @one_operation
     def rename(self, file_id: Any, new_filename: str, session: Any = None) -> None:
         """Rename the stored file; raises NoFile if there is none with that id."""
         refuse_transaction(session)
@@ -160,6 +166,7 @@ class GridFSBucket:
         if not result.matched_count:
             raise NoFile(f"no file could be renamed {new_filename!r} because none matched file_id {file_id!r}")
 
+    @one_operation
     def rename_by_name(self, filename: str, new_filename: str, session: Any = None) -> None:
         """Rename every revision of ``filename``; raises NoFile if there is none."""
         refuse_transaction(session)
@@ -168,6 +175,7 @@ class GridFSBucket:
         if not result.matched_count:
             raise NoFile(f"no file could be renamed {new_filename!r} because none matched filename {filename!r}")
 
+    @one_operation
     def delete(self, file_id: Any, session: Any = None) -> None:
         """Delete the files document, then the chunks (so readers see the file vanish first).
 
@@ -180,6 +188,7 @@ class GridFSBucket:
         if not result.deleted_count:
             raise NoFile(f"no file could be deleted because none matched {file_id!r}")
 
+    @one_operation
     def delete_by_name(self, filename: str, session: Any = None) -> None:
         """Delete every revision of ``filename`` (files documents first); raises NoFile if there is none."""
         refuse_transaction(session)
@@ -190,6 +199,7 @@ class GridFSBucket:
         if not result.deleted_count:
             raise NoFile(f"no file could be deleted because none matched filename {filename!r}")
 
+    @one_operation
     def drop(self, session: Any = None) -> None:
         """Drop the files collection, then the chunks collection."""
         refuse_transaction(session)

@@ -2,10 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable, TypeVar
 
 from greenmongo.collection import Collection
+from greenmongo.engine.deadline import resolve, scoped
 from greenmongo.errors import InvalidOperation
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def one_operation(method: F) -> F:
+    """A bucket method that sends several commands has one timeoutMS for the whole (the GridFS spec):
+    the enclosing ``greenmongo.timeout()`` block's, else the bucket's database's."""
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with scoped(resolve(self._files._timeout)):
+            return method(self, *args, **kwargs)
+    return run  # type: ignore[return-value]
+
+
+def within_stream_deadline(method: F) -> F:
+    """A GridIn/GridOut method runs under the stream's deadline: its timeoutMS caps the stream's life,
+    from opening to closing (the GridFS spec)."""
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with scoped(self._deadline):
+            return method(self, *args, **kwargs)
+    return run  # type: ignore[return-value]
 
 
 def refuse_transaction(session: Any) -> None:
@@ -28,4 +52,4 @@ def gridfs_root(collection: Any) -> Collection:
     return collection
 
 
-__all__ = ["gridfs_root", "refuse_transaction"]
+__all__ = ["gridfs_root", "one_operation", "refuse_transaction", "within_stream_deadline"]

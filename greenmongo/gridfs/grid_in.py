@@ -25,7 +25,8 @@ from typing import Any, Iterable, NoReturn, Optional
 
 from greenmongo.bson.objectid import ObjectId
 from greenmongo.errors import BulkWriteError, ConfigurationError, DuplicateKeyError, FileExists
-from greenmongo.gridfs.common import gridfs_root, refuse_transaction
+from greenmongo.engine.deadline import resolve
+from greenmongo.gridfs.common import gridfs_root, refuse_transaction, within_stream_deadline
 from greenmongo.gridfs.indexes import IndexGuard
 from greenmongo.gridfs.layout import (
     DEFAULT_CHUNK_SIZE,
@@ -80,7 +81,7 @@ class GridIn:
     """
 
     __slots__ = ("_files", "_chunks", "_session", "_fields", "_splitter", "_pending", "_pending_bytes",
-                 "_indexes", "_state", "_id_in_use")
+                 "_indexes", "_state", "_id_in_use", "_deadline")
 
     def __init__(self, root_collection: Any, session: Any = None, **kwargs: Any) -> None:
         root = _root_for_writing(root_collection)
@@ -94,6 +95,8 @@ class GridIn:
         self._files = root["files"]
         self._chunks = root["chunks"]
         self._session = session
+        # The upload's timeoutMS (an enclosing timeout() block's, else the database's) caps its whole life.
+        self._deadline = resolve(self._files._timeout)
         self._fields = fields
         self._splitter = ChunkSplitter(fields["chunkSize"])
         self._pending: list = []
@@ -187,6 +190,7 @@ class GridIn:
 
     # -- writing ---------------------------------------------------------------------------
 
+    @within_stream_deadline
     def write(self, data: Any) -> None:
         """Write bytes, a str (needs ``encoding``) or everything a file-like object's ``read()`` gives.
 
@@ -211,6 +215,7 @@ class GridIn:
                 return
             self._accept(self._as_bytes(piece))
 
+    @within_stream_deadline
     def writelines(self, sequence: Iterable[Any]) -> None:
         """Write each item in turn (no separators are added)."""
         for item in sequence:
@@ -255,6 +260,7 @@ class GridIn:
 
     # -- finishing ---------------------------------------------------------------------------
 
+    @within_stream_deadline
     def close(self) -> None:
         """Insert the last chunk and the files document. Closing again (or after abort) does nothing."""
         if self._state != _OPEN:
@@ -279,6 +285,7 @@ class GridIn:
         self._fields["uploadDate"] = upload_date
         self._state = _CLOSED
 
+    @within_stream_deadline
     def abort(self) -> None:
         """Delete the chunks this upload inserted (and its files document, if it completed); close.
 

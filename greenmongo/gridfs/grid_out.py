@@ -22,7 +22,8 @@ from typing import Any, Iterator, Mapping, NoReturn, Optional
 
 from greenmongo.cursor import Cursor
 from greenmongo.errors import CorruptGridFile, CursorNotFound, NoFile
-from greenmongo.gridfs.common import gridfs_root, refuse_transaction
+from greenmongo.engine.deadline import resolve
+from greenmongo.gridfs.common import gridfs_root, refuse_transaction, within_stream_deadline
 from greenmongo.gridfs.layout import ChunkLayout
 
 _NEWLINE = b"\n"
@@ -126,6 +127,8 @@ class GridOut(io.IOBase):
         super().__init__()
         self._files = root["files"]
         self._chunks = root["chunks"]
+        # The download's timeoutMS (an enclosing timeout() block's, else the database's) caps its whole life.
+        self._deadline = resolve(self._files._timeout)
         self._file_id = file_document["_id"] if file_document is not None else file_id
         self._file: Optional[Mapping[str, Any]] = file_document
         self._session = session
@@ -137,6 +140,7 @@ class GridOut(io.IOBase):
 
     # -- the files document ---------------------------------------------------------------
 
+    @within_stream_deadline
     def open(self) -> None:
         """Fetch the files document now (if not yet): raises NoFile when there is none."""
         if self._file is None:
@@ -226,10 +230,12 @@ class GridOut(io.IOBase):
             reader, self._reader = self._reader, None
             reader.finish()
 
+    @within_stream_deadline
     def read(self, size: Optional[int] = -1) -> bytes:
         """Up to ``size`` bytes (all the rest if ``size`` is negative or None)."""
         return self._read(size, up_to_newline=False)
 
+    @within_stream_deadline
     def readchunk(self) -> bytes:
         """The rest of the current chunk (b"" at the end of the file)."""
         if not self._remaining():
@@ -240,6 +246,7 @@ class GridOut(io.IOBase):
         self._after_read()
         return piece
 
+    @within_stream_deadline
     def readline(self, size: Optional[int] = -1) -> bytes:
         """Up to and including the next ``b"\\n"``, or at most ``size`` bytes."""
         return self._read(size, up_to_newline=True)
@@ -279,6 +286,7 @@ class GridOut(io.IOBase):
     def tell(self) -> int:
         return self._position
 
+    @within_stream_deadline
     def seek(self, pos: int, whence: int = os.SEEK_SET) -> int:
         """Move the read position (no I/O until the next read); returns the new position."""
         if whence == os.SEEK_SET:

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 def _index_exists(collection: "Collection", wanted: Sequence[tuple[str, int]], session: Any) -> bool:
     try:
         indexes = list(collection.list_indexes(session=session))
-    except OperationFailure:
+    except OperationFailure as exc:
+        if exc.timeout:
+            raise  # out of time (timeoutMS): creating would only time out too
         return False  # cannot tell (e.g. not allowed to list): try to create, as PyMongo does
     return any(index_key_matches(index.get("key"), wanted) for index in indexes)
 

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from greenmongo.database import Database
 from greenmongo.errors import ConfigurationError, NoFile
-from greenmongo.gridfs.common import gridfs_root, refuse_transaction
+from greenmongo.gridfs.common import gridfs_root, one_operation, refuse_transaction
 from greenmongo.gridfs.grid_in import GridIn
 from greenmongo.gridfs.grid_out import GridOut, GridOutCursor
 from greenmongo.gridfs.indexes import IndexGuard
@@ -67,6 +67,7 @@ class GridFS:
         upload._indexes = self._indexes  # one index check per GridFS instance, not per file
         return upload
 
+    @one_operation
     def put(self, data: Any, **kwargs: Any) -> Any:
         """Store ``data`` (bytes, str with an ``encoding`` keyword, or a readable object read to its
         end) as a new file; returns its ``_id``. Keywords as for ``new_file``."""
@@ -76,12 +77,14 @@ class GridFS:
 
     # -- reading --------------------------------------------------------------------------------
 
+    @one_operation
     def get(self, file_id: Any, session: Any = None) -> GridOut:
         """A GridOut for the file with this ``_id``; raises NoFile now if there is none."""
         download = GridOut(self._collection, file_id, session=session)
         download.open()
         return download
 
+    @one_operation
     def get_version(self, filename: Optional[str] = None, version: Optional[int] = -1, session: Any = None,
                     **kwargs: Any) -> GridOut:
         """One version among the files matching ``filename`` (if given) and ``kwargs`` (top-level
@@ -105,6 +108,7 @@ class GridFS:
         """The latest version (``get_version`` with version -1)."""
         return self.get_version(filename=filename, session=session, **kwargs)
 
+    @one_operation
     def list(self, session: Any = None) -> list[str]:
         """The distinct filenames stored (files without a filename are not listed)."""
         refuse_transaction(session)
@@ -119,6 +123,7 @@ class GridFS:
         """
         return GridOutCursor(self._collection, *args, **kwargs)
 
+    @one_operation
     def find_one(self, filter: Any = None, session: Any = None, *args: Any, **kwargs: Any) -> Optional[GridOut]:
         """The first GridOut ``find`` would give, or None; a filter that is not a mapping is an ``_id``.
 
@@ -133,6 +138,7 @@ class GridFS:
         finally:
             cursor.close()
 
+    @one_operation
     def exists(self, document_or_id: Any = None, session: Any = None, **kwargs: Any) -> bool:
         """Whether a file matches: an ``_id`` value, a query document, or keywords as the query
         (``exists(filename="a.txt")``, ``exists(length={"$gt": 10})``). With no argument: whether
@@ -152,6 +158,7 @@ class GridFS:
 
     # -- deleting -------------------------------------------------------------------------------
 
+    @one_operation
     def delete(self, file_id: Any, session: Any = None) -> None:
         """Delete the file with this ``_id``: its files document first (readers see it vanish), then
         its chunks. A missing file is not an error: afterwards there is none either way."""
