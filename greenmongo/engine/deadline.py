@@ -119,19 +119,24 @@ LEGACY = Deadline(None, math.inf)
 class TimeoutScope:
     """One ``greenmongo.timeout()`` block, or with_transaction's (``owner``: its session)."""
 
-    __slots__ = ("deadline", "outer", "owner")
+    __slots__ = ("deadline", "outer", "owner", "user")
 
     def __init__(self, deadline: Deadline, outer: Optional["TimeoutScope"],
-                 owner: Optional["SessionState"] = None) -> None:
+                 owner: Optional["SessionState"] = None, user: bool = False) -> None:
         self.deadline = deadline
         self.outer = outer
         self.owner = owner
+        #: A ``greenmongo.timeout()`` block (not one greenmongo opened for a multi-command method).
+        self.user = user
 
-    def encloses(self, other: "TimeoutScope") -> bool:
-        scope: Optional[TimeoutScope] = other
+    def overridden_within(self, inner: "TimeoutScope") -> bool:
+        """A user's ``timeout()`` block lies between this scope and ``inner`` (which this one encloses)."""
+        scope: Optional[TimeoutScope] = inner
+        overridden = False
         while scope is not None:
             if scope is self:
-                return True
+                return overridden
+            overridden = overridden or scope.user
             scope = scope.outer
         return False
 
@@ -164,7 +169,7 @@ class timeout:  # noqa: N801 - PyMongo's name (pymongo.timeout) for a context ma
             deadline = Deadline.start(self._seconds)
             if outer is not None and outer.deadline.expires < deadline.expires:
                 deadline = Deadline(deadline.timeout, outer.deadline.expires)  # an inner block only shortens
-            self._token = _SCOPE.set(TimeoutScope(deadline, outer))
+            self._token = _SCOPE.set(TimeoutScope(deadline, outer, user=True))
         return self
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
@@ -218,7 +223,7 @@ def _resolve(entity_timeout: Optional[float], session: Optional["SessionState"])
     scope = _SCOPE.get()
     transaction_scope = session.transaction_scope if session is not None else None
     if transaction_scope is not None:
-        if scope is not None and scope is not transaction_scope and transaction_scope.encloses(scope):
+        if scope is not None and transaction_scope.overridden_within(scope):
             raise InvalidOperation("Cannot override timeoutMS for an operation inside with_transaction: the "
                                    "transaction's timeout applies to every operation of its callback")
         return transaction_scope.deadline, True
