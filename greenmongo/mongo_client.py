@@ -54,7 +54,7 @@ class MongoClient(Watchable):
         self._core = ClientCore(self._options)
         #: timeoutMS in seconds (None: not set), the default of every database and collection.
         self._timeout = self._options.timeout
-        if connect is None or connect:
+        if self._options.connect if connect is None else connect:  # the keyword, else the URI's connect=
             self._core.open()
 
     # -- configuration -------------------------------------------------------------------

@@ -61,9 +61,9 @@ NO_TXN = WriteAttempt(has_txn_number=False, retry_supported=False, sent=True)
 
 
 def state(mode: RetryMode, *, overload_allowed: bool = True, in_transaction: bool = False,
-          budget: Optional[RetryBudget] = None) -> RetryState:
+          budget: Optional[RetryBudget] = None, max_overload_retries: int = MAX_OVERLOAD_RETRIES) -> RetryState:
     return RetryState(mode, overload_allowed=overload_allowed, budget=budget or RetryBudget(),
-                      in_transaction=in_transaction)
+                      in_transaction=in_transaction, max_overload_retries=max_overload_retries)
 
 
 @pytest.mark.parametrize("kwargs,expected", [
@@ -242,3 +242,10 @@ def test_commit_retry_unpins_and_upgrades_the_write_concern() -> None:
     # An overload retry of commit resends it as it was.
     decision = state(RetryMode.END_TRANSACTION).after_error(overloaded())
     assert decision.retry and decision.unpin and not decision.commit_retry
+
+
+def test_max_adaptive_retries_bounds_overload_retries() -> None:
+    assert not state(RetryMode.READ, max_overload_retries=0).after_error(overloaded()).retry
+    retry = state(RetryMode.READ, max_overload_retries=3)
+    assert all(retry.after_error(overloaded()).retry for _ in range(3))
+    assert not retry.after_error(overloaded()).retry

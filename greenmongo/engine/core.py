@@ -56,8 +56,11 @@ class ClientCore:
     def _new_topology(self) -> None:
         """A topology (not opened yet) and the executor that runs operations on it."""
         self.topology = Topology.from_options(self.options)
-        self.executor = Executor(self.topology, self.options.event_listeners, retry_reads=self.options.retry_reads,
-                                 retry_writes=self.options.retry_writes, sessions=self, clock=self.clock)
+        options = self.options
+        self.executor = Executor(self.topology, options.event_listeners, retry_reads=options.retry_reads,
+                                 retry_writes=options.retry_writes, sessions=self, clock=self.clock,
+                                 max_adaptive_retries=options.max_adaptive_retries,
+                                 enable_overload_retargeting=bool(options.enable_overload_retargeting))
 
     # -- the guard every operation passes ---------------------------------------------------
 

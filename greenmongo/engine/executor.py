@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 from greenmongo.engine.deadline import LEGACY, Deadline
 from greenmongo.engine.protocols import ClusterTimeSource, ServerSelector, SessionSource
 from greenmongo.engine.retry import (
+    MAX_OVERLOAD_RETRIES,
     RetryBudget,
     RetryMode,
     RetryState,
@@ -76,10 +77,14 @@ class Executor:
 
     def __init__(self, topology: ServerSelector, listeners: Iterable[Any] = (), *, retry_reads: bool = True,
                  retry_writes: bool = True, sessions: Optional[SessionSource] = None,
-                 clock: Optional[ClusterTimeSource] = None) -> None:
+                 clock: Optional[ClusterTimeSource] = None, max_adaptive_retries: Optional[int] = None,
+                 enable_overload_retargeting: bool = False) -> None:
         self._topology = topology
         self._retry_reads = retry_reads
         self._retry_writes = retry_writes
+        #: Client Backpressure: overload retries per operation, and whether they avoid the overloaded server.
+        self._max_overload_retries = MAX_OVERLOAD_RETRIES if max_adaptive_retries is None else max_adaptive_retries
+        self._overload_retargeting = enable_overload_retargeting
         self._retry_budget = RetryBudget()  # the client's token bucket for overload retries
         #: Gives implicit sessions; without one (tests) commands carry no lsid unless given a session.
         self._sessions = sessions
@@ -153,14 +158,16 @@ class Executor:
                           retry_writes=self._retry_writes)
         deadline = holder.deadline
         retries = RetryState(mode, overload_allowed=self._overload_retries_allowed(operation),
-                             budget=self._retry_budget, in_transaction=transaction is not None)
+                             budget=self._retry_budget, in_transaction=transaction is not None,
+                             max_overload_retries=self._max_overload_retries)
         holder.retryable_write = mode is RetryMode.WRITE or mode is RetryMode.END_TRANSACTION
         tried: list[Address] = []
         while True:
             starting = transaction is not None and transaction.starting
             try:
                 result = self._attempt(operation, address, read_preference,
-                                       self._deprioritized(tried) if retries.retrying else (), holder, tried)
+                                       self._deprioritized(tried, retries.overloaded) if retries.retrying else (),
+                                       holder, tried)
             except _RetryNotPossible as exc:
                 raise retries.retry_not_possible(exc.__cause__, deadline) from None
             except Exception as exc:
@@ -195,9 +202,13 @@ class Executor:
             return self._retry_writes
         return self._retry_reads
 
-    def _deprioritized(self, tried: list) -> tuple:
-        """In a sharded cluster a retry prefers another mongos (the spec's deprioritized servers)."""
-        return tuple(tried) if self._topology.description.topology_type is TopologyType.Sharded else ()
+    def _deprioritized(self, tried: list, overloaded: bool) -> tuple:
+        """In a sharded cluster a retry prefers another mongos (the spec's deprioritized servers); with
+        enableOverloadRetargeting, a retry after an overload error prefers another server in any topology."""
+        if self._topology.description.topology_type is TopologyType.Sharded or (
+                overloaded and self._overload_retargeting):
+            return tuple(tried)
+        return ()
 
     def _attempt(self, operation: Operation, address: Any, read_preference: Any, deprioritized: tuple,
                  holder: "_SessionHolder", tried: Optional[list] = None) -> Any:

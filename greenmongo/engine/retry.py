@@ -250,12 +250,15 @@ class RetryState:
     error when it is one, else a timeout caused by it).
     """
 
-    __slots__ = ("mode", "overload_allowed", "budget", "in_transaction", "attempt", "overloaded", "reached")
+    __slots__ = ("mode", "overload_allowed", "max_overload_retries", "budget", "in_transaction", "attempt",
+                 "overloaded", "reached")
 
     def __init__(self, mode: RetryMode, *, overload_allowed: bool, budget: RetryBudget,
-                 in_transaction: bool = False) -> None:
+                 in_transaction: bool = False, max_overload_retries: int = MAX_OVERLOAD_RETRIES) -> None:
         self.mode = mode
         self.overload_allowed = overload_allowed
+        #: The client's maxAdaptiveRetries (0: overload errors are never retried).
+        self.max_overload_retries = max_overload_retries
         self.budget = budget
         self.in_transaction = in_transaction
         #: Retries made so far (0 during the first attempt).
@@ -290,10 +293,11 @@ class RetryState:
             retryable = is_retryable_write_error(error)
         else:
             retryable = False
-        overload_retryable = overload and has_error_label(error, RETRYABLE_ERROR) and self.overload_allowed
+        overload_retryable = (overload and has_error_label(error, RETRYABLE_ERROR) and self.overload_allowed
+                              and self.max_overload_retries > 0)
         self.overloaded = self.overloaded or overload
         csot = deadline is not None and deadline.csot
-        limit: float = MAX_OVERLOAD_RETRIES if self.overloaded else (math.inf if csot else 1)
+        limit: float = self.max_overload_retries if self.overloaded else (math.inf if csot else 1)
         if not (retryable or overload_retryable) or self.attempt >= limit:
             return self._stop(error, unpin, deadline)
         backoff = overload_backoff(self.attempt + 1, jitter) if overload else 0.0
