@@ -132,6 +132,17 @@ def env_document(
     return document or None
 
 
+def driver_info_entries(driver_info: Any) -> tuple:
+    """``(name, version, platform)`` per wrapping library: from a ``greenmongo.driver_info.DriverInfoChain``
+    (``driver=`` then ``append_metadata``), or one DriverInfo-like object (``name``/``version``/``platform``)."""
+    if driver_info is None:
+        return ()
+    entries = getattr(driver_info, "entries", None)
+    if entries is not None:
+        return tuple(entries)
+    return ((driver_info.name, getattr(driver_info, "version", None), getattr(driver_info, "platform", None)),)
+
+
 def _check_driver_info_part(value: Optional[str]) -> None:
     if value is not None and "|" in value:
         raise ConfigurationError(f"driver info {value!r} must not contain '|'")
@@ -153,15 +164,14 @@ def build_metadata(
             raise ConfigurationError(f"appname must be at most {MAX_APPNAME_SIZE} bytes in UTF-8")
         document["application"] = {"name": appname}
     name, version, platform_text = DRIVER_NAME, __version__, platform_string()
-    if driver_info is not None:
-        for part in (driver_info.name, getattr(driver_info, "version", None),
-                     getattr(driver_info, "platform", None)):
+    for info_name, info_version, info_platform in driver_info_entries(driver_info):
+        for part in (info_name, info_version, info_platform):
             _check_driver_info_part(part)
-        name = f"{name}|{driver_info.name}"
-        if getattr(driver_info, "version", None):
-            version = f"{version}|{driver_info.version}"
-        if getattr(driver_info, "platform", None):
-            platform_text = f"{platform_text}|{driver_info.platform}"
+        # Each info adds a name and a version segment (empty when unset), so the two stay aligned.
+        name = f"{name}|{info_name or ''}"
+        version = f"{version}|{info_version or ''}"
+        if info_platform:
+            platform_text = f"{platform_text}|{info_platform}"
     document["driver"] = {"name": name, "version": version}
     document["os"] = os_document(read_file)
     document["platform"] = platform_text
@@ -203,19 +213,22 @@ def fit_metadata(document: Mapping[str, Any], encoded_size: Callable[[Mapping[st
     return result
 
 
+class _Entries:
+    """A driver-info snapshot as build_metadata reads it (``entries``), hashable for the cache."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: tuple) -> None:
+        self.entries = entries
+
+
 @functools.lru_cache(maxsize=16)
 def _cached_client_metadata(appname: Optional[str], driver_info_key: tuple) -> dict[str, Any]:
-    driver_info = None
-    if driver_info_key:
-        name, version, platform_text = driver_info_key
-        driver_info = type("DriverInfo", (), {"name": name, "version": version, "platform": platform_text})()
-    full = build_metadata(appname, driver_info)
+    full = build_metadata(appname, _Entries(driver_info_key))
     return fit_metadata(full, lambda doc: len(bson.encode(doc)))
 
 
 def client_metadata(appname: Optional[str] = None, driver_info: Any = None) -> dict[str, Any]:
-    """The size-limited client document for this process (computed once per appname/driver info)."""
-    key: tuple = ()
-    if driver_info is not None:
-        key = (driver_info.name, getattr(driver_info, "version", None), getattr(driver_info, "platform", None))
-    return copy.deepcopy(_cached_client_metadata(appname, key))
+    """The size-limited client document for this process (computed once per appname/driver info;
+    a ``DriverInfoChain`` is read now, so what ``append_metadata`` added shows on new connections)."""
+    return copy.deepcopy(_cached_client_metadata(appname, driver_info_entries(driver_info)))

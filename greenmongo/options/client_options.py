@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.driver_info import DriverInfo, DriverInfoChain
 from greenmongo.errors import ConfigurationError
 from greenmongo.options import rules
 from greenmongo.options.builders import read_concern_from, read_preference_from, write_concern_from
@@ -149,6 +150,7 @@ class ClientOptions:
         self._codec_options = self._build_codec_options()
         self._tls = self._build_tls()
         self._proxy = self._build_proxy()
+        self._driver_chain = DriverInfoChain(self._get("driver"))
         self._frozen = True
 
     # -- helpers -----------------------------------------------------------------
@@ -331,8 +333,15 @@ class ClientOptions:
         return self._get("appname")
 
     @property
-    def driver(self) -> Any:
+    def driver(self) -> Optional[DriverInfo]:
+        """The ``driver=`` DriverInfo as given (``append_metadata`` does not change it)."""
         return self._get("driver")
+
+    def append_driver_info(self, driver: DriverInfo) -> None:
+        """Add a wrapping library's DriverInfo to the metadata of connections opened from now on
+        (``MongoClient.append_metadata``). The one mutable part of the options: a list the
+        handshake reads when it builds the client document."""
+        self._driver_chain.append(driver)
 
     @property
     def compressors(self) -> tuple[str, ...]:
@@ -383,7 +392,7 @@ class ClientOptions:
         return ConnectionSettings(
             connect_timeout=self.connect_timeout, socket_timeout=self.socket_timeout, tls=self._tls,
             proxy=self._proxy, compressors=self.compressors, zlib_compression_level=self.zlib_compression_level,
-            appname=self.appname, driver_info=self.driver, server_api=self.server_api,
+            appname=self.appname, driver_info=self._driver_chain, server_api=self.server_api,
             load_balanced=self.load_balanced)
 
     def topology_settings(self) -> Any:

@@ -362,6 +362,20 @@ def _anything(name: str, value: Any) -> Any:
     return value
 
 
+def _not_built_encryption(name: str, value: Any) -> Any:
+    raise InvalidOptionValue(
+        f"{name}: client-side field level encryption (automatic or explicit) is not implemented in greenmongo; "
+        f"remove {name} or use PyMongo with pymongocrypt for encrypted fields")
+
+
+def _driver_info(name: str, value: Any) -> Any:
+    from greenmongo.driver_info import DriverInfo
+
+    if value is None or isinstance(value, DriverInfo):
+        return value
+    raise InvalidOptionValue(f"{name} must be an instance of DriverInfo, not {type(value).__name__}")
+
+
 # -- the option table ----------------------------------------------------------
 
 class Option:
@@ -467,8 +481,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("type_registry", PythonOnly(_anything), uri=False),
     Option("event_listeners", PythonOnly(_listeners), uri=False),
     Option("server_selector", PythonOnly(_optional_callable), uri=False),
-    Option("auto_encryption_opts", PythonOnly(_anything), uri=False),
-    Option("driver", PythonOnly(_anything), uri=False),
+    Option("auto_encryption_opts", PythonOnly(_not_built_encryption), uri=False),
+    Option("driver", PythonOnly(_driver_info), uri=False),
 )
 
 BY_KEY: dict[str, Option] = {option.name.lower(): option for option in OPTIONS}
