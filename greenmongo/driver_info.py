@@ -44,8 +44,9 @@ class DriverInfoChain:
 
     Each info adds a name and a version segment (empty when unset), so the two fields keep the same
     number of segments, and a platform segment only when set (PyMongo 4.14's rules). Appending an
-    info equal to one already there (None and "" counted alike) changes nothing. Mutable, hashed by identity: the connection settings
-    that carry it stay one cache key while new connections see what was appended.
+    info equal to one already there (None and "" counted alike) changes nothing. Mutable, hashed by
+    identity: the connection settings that carry it stay one cache key while new connections see
+    what was appended.
     """
 
     __slots__ = ("_entries", "__weakref__")

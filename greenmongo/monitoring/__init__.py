@@ -1,8 +1,12 @@
 """Event classes and listener base classes (command, connection pool, topology), PyMongo-shaped.
 
 Each family lives in its own module; this package re-exports the public names so
-``from greenmongo import monitoring; monitoring.ServerListener`` works as in PyMongo.
+``from greenmongo import monitoring; monitoring.ServerListener`` works as in PyMongo, and keeps the
+process-wide listeners ``register()`` adds: every client created afterwards delivers its events to
+them (before its own ``event_listeners``), as PyMongo's do.
 """
+
+from typing import Any
 
 from greenmongo.monitoring.command import (
     CommandFailedEvent,
@@ -37,9 +41,29 @@ from greenmongo.monitoring.topology import (
     ServerOpeningEvent,
     TopologyClosedEvent,
     TopologyDescriptionChangedEvent,
+    TopologyEvent,
     TopologyListener,
     TopologyOpenedEvent,
+    _EventListener,
 )
+
+_REGISTERED: list = []
+
+
+def register(listener: _EventListener) -> None:
+    """Add a process-wide listener (a CommandListener, ServerHeartbeatListener, ServerListener,
+    TopologyListener or ConnectionPoolListener): clients created from now on send it their events.
+    Clients that already exist are not affected."""
+    if not isinstance(listener, _EventListener):
+        raise TypeError(f"Listeners for {listener} must be either a CommandListener, ServerHeartbeatListener, "
+                        f"ServerListener, TopologyListener, or ConnectionPoolListener, not {type(listener)}")
+    _REGISTERED.append(listener)
+
+
+def registered_listeners() -> tuple[Any, ...]:
+    """The listeners ``register()`` added so far, oldest first (a snapshot a new client keeps)."""
+    return tuple(_REGISTERED)
+
 
 __all__ = [
     "CommandFailedEvent", "CommandListener", "CommandStartedEvent", "CommandSucceededEvent",
@@ -50,5 +74,5 @@ __all__ = [
     "ServerClosedEvent", "ServerDescriptionChangedEvent", "ServerHeartbeatFailedEvent",
     "ServerHeartbeatListener", "ServerHeartbeatStartedEvent", "ServerHeartbeatSucceededEvent",
     "ServerListener", "ServerOpeningEvent", "TopologyClosedEvent", "TopologyDescriptionChangedEvent",
-    "TopologyListener", "TopologyOpenedEvent",
+    "TopologyEvent", "TopologyListener", "TopologyOpenedEvent", "register",
 ]

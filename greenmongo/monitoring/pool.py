@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from greenmongo.monitoring.topology import _EventListener
+
 __all__ = [
     "ConnectionCheckOutFailedReason",
     "ConnectionClosedReason",
@@ -225,6 +227,11 @@ class ConnectionCheckOutFailedEvent(_PoolEvent):
         """Seconds from checkout start to failure."""
         return self.__duration
 
+    @property
+    def connection_id(self) -> int:
+        """Always 0: no connection was checked out (PyMongo gives the failed checkout this id too)."""
+        return 0
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.address!r}, {self.__reason!r}, {self.__duration!r})"
 
@@ -243,7 +250,7 @@ class ConnectionCheckedInEvent(_ConnectionIdEvent):
 
 # -- listener ------------------------------------------------------------------
 
-class ConnectionPoolListener:
+class ConnectionPoolListener(_EventListener):
     """Subclass and override the methods you care about; pass instances in ``event_listeners``."""
 
     def pool_created(self, event: PoolCreatedEvent) -> None:

@@ -62,7 +62,9 @@ class ServerHeartbeatListener(_EventListener):
 
 # -- topology and server events ---------------------------------------------------
 
-class _TopologyEvent:
+class TopologyEvent:
+    """Base of the topology events (opened, description changed, closed)."""
+
     __slots__ = ("__topology_id",)
 
     def __init__(self, topology_id: Any) -> None:
@@ -77,19 +79,19 @@ class _TopologyEvent:
         return f"<{self.__class__.__name__} topology_id: {self.topology_id}>"
 
 
-class TopologyOpenedEvent(_TopologyEvent):
+class TopologyOpenedEvent(TopologyEvent):
     """The first SDAM event of a topology."""
 
     __slots__ = ()
 
 
-class TopologyClosedEvent(_TopologyEvent):
+class TopologyClosedEvent(TopologyEvent):
     """The last SDAM event of a topology."""
 
     __slots__ = ()
 
 
-class TopologyDescriptionChangedEvent(_TopologyEvent):
+class TopologyDescriptionChangedEvent(TopologyEvent):
     """The TopologyDescription changed (by anything a listener could see)."""
 
     __slots__ = ("__previous", "__new")
@@ -110,6 +112,9 @@ class TopologyDescriptionChangedEvent(_TopologyEvent):
     def __repr__(self) -> str:
         return (f"<{self.__class__.__name__} topology_id: {self.topology_id} "
                 f"changed from: {self.__previous}, to: {self.__new}>")
+
+
+_TopologyEvent = TopologyEvent  # the name before it was public
 
 
 class _ServerEvent:

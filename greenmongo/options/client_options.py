@@ -21,6 +21,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.driver_info import DriverInfo, DriverInfoChain
 from greenmongo.errors import ConfigurationError
+from greenmongo.monitoring import registered_listeners
 from greenmongo.options import rules
 from greenmongo.options.builders import read_concern_from, read_preference_from, write_concern_from
 from greenmongo.options.connection_settings import ConnectionSettings, ProxySettings, TlsSettings
@@ -151,6 +152,7 @@ class ClientOptions:
         self._tls = self._build_tls()
         self._proxy = self._build_proxy()
         self._driver_chain = DriverInfoChain(self._get("driver"))
+        self._registered_listeners = registered_listeners()
         self._frozen = True
 
     # -- helpers -----------------------------------------------------------------
@@ -363,7 +365,9 @@ class ClientOptions:
 
     @property
     def event_listeners(self) -> tuple:
-        return tuple(self._get("event_listeners", ()))
+        """The listeners ``monitoring.register()`` had added when this client was created, then the
+        client's own ``event_listeners``."""
+        return self._registered_listeners + tuple(self._get("event_listeners", ()))
 
     @property
     def server_selector(self) -> Any:
