@@ -827,3 +827,53 @@ def timeout_seconds(timeout_ms: Optional[int], inherited: Optional[float]) -> Op
     if timeout_ms < 0:
         raise ValueError("timeout_ms cannot be negative")
     return timeout_ms / 1000.0
+
+
+class _CaseInsensitiveDictionary(MutableMapping):
+    """A dict whose string keys are looked up case-insensitively (PyMongo's, which URI option code and
+    some libraries use). As PyMongo's, iteration gives the keys lower-cased while ``repr`` and
+    ``cased_key`` keep the spelling first stored."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.__spelling: dict[str, str] = {}
+        self.__data: dict[str, Any] = {}
+        self.update(dict(*args, **kwargs))
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key.lower() in self.__data
+
+    def __len__(self) -> int:
+        return len(self.__data)
+
+    def __iter__(self) -> Any:
+        return iter(list(self.__data))
+
+    def __repr__(self) -> str:
+        return repr({self.__spelling[key]: value for key, value in self.__data.items()})
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        lowered = key.lower()
+        self.__spelling.setdefault(lowered, key)
+        self.__data[lowered] = value
+
+    def __getitem__(self, key: str) -> Any:
+        return self.__data[key.lower()]
+
+    def __delitem__(self, key: str) -> None:
+        lowered = key.lower()
+        del self.__data[lowered]
+        del self.__spelling[lowered]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, abc.Mapping):
+            return NotImplemented
+        return len(self) == len(other) and all(key in self and self[key] == other[key] for key in other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.__data.get(key.lower(), default)
+
+    def cased_key(self, key: str) -> str:
+        """The spelling ``key`` was first stored under."""
+        return self.__spelling[key.lower()]

@@ -368,6 +368,19 @@ def _not_built_encryption(name: str, value: Any) -> Any:
         f"remove {name} or use PyMongo with pymongocrypt for encrypted fields")
 
 
+class NotBuilt(Kind):
+    """A PyMongo option greenmongo has not implemented: any value raises, naming it (never ignored)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def from_text(self, name: str, text: str, warn: Warn) -> Any:
+        raise InvalidOptionValue(f"{name} is not implemented in greenmongo: {self.reason}")
+
+    def from_python(self, name: str, value: Any, warn: Warn) -> Any:
+        return self.from_text(name, "", warn)
+
+
 def _driver_info(name: str, value: Any) -> Any:
     from greenmongo.driver_info import DriverInfo
 
@@ -461,6 +474,10 @@ OPTIONS: tuple[Option, ...] = (
     # client backpressure spec
     Option("maxAdaptiveRetries", Integer(0)),
     Option("enableOverloadRetargeting", Boolean()),
+    # PyMongo 4.20's SRV host checks: not built (a URI or keyword that sets them fails instead of being ignored)
+    Option("srvAllowedHostsSuffix", NotBuilt("SRV hosts are checked against the SRV name's own domain only")),
+    Option("srv_host_validator", NotBuilt("SRV hosts are checked against the SRV name's own domain only"),
+           uri=False),
     # PyMongo's own connection string options
     Option("connect", Boolean()),
     Option("fsync", Boolean()),
@@ -488,7 +505,8 @@ OPTIONS: tuple[Option, ...] = (
 BY_KEY: dict[str, Option] = {option.name.lower(): option for option in OPTIONS}
 
 #: Other spellings of the same option (values must agree when both appear).
-ALIASES: dict[str, str] = {"ssl": "tls"}
+ALIASES: dict[str, str] = {"ssl": "tls", "max_adaptive_retries": "maxadaptiveretries",
+                           "enable_overload_retargeting": "enableoverloadretargeting"}
 #: Renamed options: old key -> new canonical name. The new name wins when both appear.
 DEPRECATED: dict[str, str] = {"wtimeout": "wTimeoutMS", "j": "journal"}
 #: The only options a TXT record may set (Initial DNS Seedlist Discovery spec).
