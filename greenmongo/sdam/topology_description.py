@@ -7,9 +7,10 @@ state machine that produces new descriptions is in ``greenmongo.sdam.update``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from greenmongo.errors import ConfigurationError
+from greenmongo.options.read_preferences import ReadPreference, ServerMode
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.server_description import ServerDescription
 from greenmongo.sdam.server_type import DATA_BEARING_TYPES, ServerType
@@ -168,10 +169,67 @@ class TopologyDescription:
         return None
 
     @property
+    def candidate_servers(self) -> List[ServerDescription]:
+        """The servers selection starts from: the known ones (PyMongo's name)."""
+        return self.known_servers
+
+    @property
     def common_wire_version(self) -> Optional[int]:
         """The smallest maxWireVersion among known servers (None when none is known)."""
         versions = [sd.max_wire_version for sd in self.known_servers if sd.max_wire_version is not None]
         return min(versions) if versions else None
+
+    # -- PyMongo's selection helpers -----------------------------------------
+
+    def apply_selector(
+        self,
+        selector: Any,
+        address: Optional[Address] = None,
+        custom_selector: Optional[Callable[[List[ServerDescription]], List[ServerDescription]]] = None,
+        deprioritized_servers: Optional[Sequence[ServerDescription]] = None,
+    ) -> List[ServerDescription]:
+        """The servers a read with ``selector`` (a read preference) could use now, after
+        ``custom_selector`` and the latency window; ``address`` asks for that server only (if known).
+
+        PyMongo's rules: none while the topology type is Unknown, every known server of a Single or
+        LoadBalanced topology, the read preference ignored for a sharded cluster. ConfigurationError
+        for a read preference this topology cannot serve (max staleness). greenmongo's selectors are
+        read preferences; a PyMongo-internal ``Selection`` callable raises TypeError.
+        """
+        from greenmongo.sdam.selection import latency_window, suitable_servers, validate_read_preference
+
+        if not isinstance(selector, ServerMode):
+            raise TypeError(f"selector must be a read preference (such as ReadPreference.SECONDARY), not {selector!r}")
+        if self._topology_type is TopologyType.Unknown:
+            return []
+        if self._topology_type in (TopologyType.Single, TopologyType.LoadBalanced):
+            return self.known_servers
+        if address:
+            server = self._servers.get(address)
+            return [server] if server is not None and server.is_server_type_known else []
+        if self._topology_type is not TopologyType.Sharded:
+            validate_read_preference(self, selector)
+        servers = suitable_servers(self, selector, deprioritized=deprioritized_servers)
+        if custom_selector is not None and servers:
+            servers = list(custom_selector(servers))
+        return latency_window(servers, self._settings.local_threshold_ms)
+
+    def has_readable_server(self, read_preference: ServerMode = ReadPreference.PRIMARY) -> bool:
+        """Whether a read with ``read_preference`` could run without waiting (always True for a
+        single server the client connected to directly, once it is known)."""
+        if not isinstance(read_preference, ServerMode):
+            raise TypeError(f"{read_preference!r} is not a read preference")
+        return any(self.apply_selector(read_preference))
+
+    def has_writable_server(self) -> bool:
+        """Whether a write could run without waiting (a primary, a mongos, a standalone...)."""
+        return self.has_readable_server(ReadPreference.PRIMARY)
+
+    def reset_server(self, address: Address) -> "TopologyDescription":
+        """A new description in which the server at ``address`` is Unknown (and the type follows)."""
+        from greenmongo.sdam.update import apply_server_description
+
+        return apply_server_description(self, self._servers[address].to_unknown())
 
     # -- derived at construction -----------------------------------------
 
