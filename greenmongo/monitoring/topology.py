@@ -8,7 +8,7 @@ them (see ``greenmongo.sdam.events``) and hand them to
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Optional, Sequence, Tuple
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
 
 _LOGGER = logging.getLogger("greenmongo.topology")
 
@@ -201,15 +201,26 @@ class ServerHeartbeatStartedEvent(_ServerHeartbeatEvent):
     __slots__ = ()
 
 
+class HelloReply(dict):
+    """A hello reply as heartbeat events carry it: the document itself, plus ``document`` (a copy), the
+    attribute PyMongo's ``Hello`` reply object is read through (``event.reply.document``)."""
+
+    __slots__ = ()
+
+    @property
+    def document(self) -> dict:
+        return dict(self)
+
+
 class ServerHeartbeatSucceededEvent(_ServerHeartbeatEvent):
-    """A monitor's hello succeeded; ``duration`` in seconds, ``reply`` the hello reply."""
+    """A monitor's hello succeeded; ``duration`` in seconds, ``reply`` the hello reply (a HelloReply)."""
 
     __slots__ = ("__duration", "__reply")
 
     def __init__(self, duration: float, reply: Any, connection_id: Address, awaited: bool = False) -> None:
         super().__init__(connection_id, awaited)
         self.__duration = duration
-        self.__reply = reply
+        self.__reply = reply if isinstance(reply, HelloReply) or not isinstance(reply, Mapping) else HelloReply(reply)
 
     @property
     def duration(self) -> float:
