@@ -19,6 +19,7 @@ from greenmongo.command_cursor import CommandCursor, RawBatchCommandCursor, open
 from greenmongo.common import BaseObject, timeout_seconds
 from greenmongo.cursor import Cursor, RawBatchCursor
 from greenmongo.errors import ConfigurationError, InvalidName
+from greenmongo.operations.arguments import ASCENDING  # noqa: F401  (PyMongo's pymongo.collection has it)
 from greenmongo.operations.arguments import (
     require_acknowledged_for,
     validate_boolean,

@@ -292,6 +292,15 @@ class EncryptionError(GreenMongoError):
         self.cause = cause
 
 
+class EncryptedCollectionError(EncryptionError):
+    """Creating a collection with ``encrypted_fields`` failed (raised by the encryption API, which
+    greenmongo has not built; defined so that ``except`` clauses written for PyMongo resolve)."""
+
+    def __init__(self, cause: BaseException, encrypted_fields: Mapping[str, Any]) -> None:
+        super().__init__(cause)
+        self.encrypted_fields = encrypted_fields
+
+
 # -- GridFS (greenmongo.gridfs re-exports these, as PyMongo's gridfs.errors does) --------------
 
 class GridFSError(GreenMongoError):

@@ -24,6 +24,7 @@ from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
 from greenmongo.operations.client_bulk import ClientBulkWrite
 from greenmongo.operations.databases import DropDatabaseOperation, ListDatabasesOperation
 from greenmongo.options.client_options import ClientOptions
+from greenmongo.options.uri import SRV_SCHEME  # noqa: F401  (PyMongo's pymongo.mongo_client has it)
 
 
 class MongoClient(Watchable):

@@ -78,5 +78,9 @@ from greenmongo.pool.model import (
                                    PoolStats,
 )
 
+# PyMongo's ``pymongo.pool`` names: the connection class (greenmongo's lives in net/) and ORDERED_TYPES.
+from greenmongo.common import ORDERED_TYPES  # noqa: E402,F401
+from greenmongo.net.connection import Connection  # noqa: E402,F401
+
 __all__ = ["Pool", "PoolOptions", "PoolStats", "PooledConnection", "PoolableConnection",
            "ConnectionFactory", "PoolClosedError", "PoolState"]
