@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from contextvars import ContextVar, Token
+from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NoReturn, Optional
 
 from greenmongo.bson.timestamp import Timestamp
@@ -91,6 +92,8 @@ def session_state(session: Optional["ClientSession"], core: "ClientCore") -> Opt
 
 class ClientSession:
     """A logical session: PyMongo's ClientSession API (``client.start_session()`` makes one)."""
+
+    __class_getitem__ = classmethod(GenericAlias)  # ClientSession[dict], as PyMongo's generic class
 
     def __init__(self, client: Any, core: "ClientCore", options: Optional[SessionOptions] = None) -> None:
         self._client = client

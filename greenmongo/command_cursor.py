@@ -19,6 +19,7 @@ unless the server has already dropped the cursor.
 from __future__ import annotations
 
 from collections import deque
+from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Generic, Iterator, Optional, TypeVar
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
@@ -310,6 +311,12 @@ class CommandCursor(_CursorBase[DocumentT]):
         namespace = state.namespace if state is not None else "?"
         return f"<{type(self).__name__} {namespace} id={self.cursor_id} alive={self.alive}>"
 
+    @property
+    def _collection(self) -> Any:
+        """PyMongo's private attribute that libraries and their tests read: the Collection (or Database,
+        or MongoClient) the command ran on, with its options."""
+        return self._owner
+
 
 class RawBatchCommandCursor(CommandCursor[bytes]):
     """A CommandCursor yielding each batch as concatenated BSON bytes (``aggregate_raw_batches``).
@@ -323,6 +330,8 @@ class RawBatchCommandCursor(CommandCursor[bytes]):
 
     def __getitem__(self, index: Any) -> Any:
         raise InvalidOperation("Cannot call __getitem__ on RawBatchCommandCursor")
+
+    __class_getitem__ = classmethod(GenericAlias)  # RawBatchCommandCursor[dict], as PyMongo's (generic) class
 
 
 def open_command_cursor(owner: Any, operation: Operation[CursorState], session: Optional["ClientSession"], *,

@@ -19,6 +19,7 @@ import datetime
 import warnings
 from collections import OrderedDict, abc
 from difflib import get_close_matches
+from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Callable, Mapping, MutableMapping, NoReturn, Optional, Sequence, Tuple
 from urllib.parse import unquote_plus
 
@@ -739,6 +740,8 @@ class BaseObject:
 
     #: The public class name PyMongo's messages use: "Database" or "Collection".
     _kind: str = ""
+    #: ``Database[dict]``, ``Collection[dict]``: generic aliases, as PyMongo's generic classes.
+    __class_getitem__ = classmethod(GenericAlias)
     _codec_options: CodecOptions
     _read_preference: ServerMode
     _write_concern: WriteConcern

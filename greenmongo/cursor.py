@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from greenmongo.bson.code import Code
@@ -391,6 +392,8 @@ class Cursor(_CursorBase[Any]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._collection.full_name} filter={self._spec.filter!r} alive={self.alive}>"
+
+    __class_getitem__ = classmethod(GenericAlias)  # Cursor[dict], as PyMongo's Cursor[_DocumentType]
 
 
 class RawBatchCursor(Cursor):

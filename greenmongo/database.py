@@ -45,6 +45,15 @@ def validate_database_name(name: Any) -> str:
     return name
 
 
+def _check_name(name: str) -> None:
+    """PyMongo's private database-name check, which libraries import (MongoEngine): InvalidName for an
+    empty name or a forbidden character. As PyMongo's, it refuses ``$external`` (which only Database()
+    lets through)."""
+    if name == "$external":
+        raise InvalidName("database names cannot contain the character '$'")
+    validate_database_name(name)
+
+
 class Database(BaseObject, Watchable):
     """A MongoDB database: ``client[name]`` or ``client.get_database(name, ...)``."""
 

@@ -9,7 +9,8 @@ every greenlet the client started.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from types import GenericAlias
+from typing import Any, Iterable, Mapping, NoReturn, Optional, Sequence, Union
 
 
 import greenmongo.net.dns  # noqa: F401  (imported eagerly: a first mongodb+srv lookup must not import in a greenlet)
@@ -18,6 +19,7 @@ from greenmongo.change_stream import ClusterChangeStream, Watchable, WatchOption
 from greenmongo.client_session import ClientSession, SessionOptions, session_state
 from greenmongo.command_cursor import open_command_cursor
 from greenmongo.database import Database
+from greenmongo.driver_info import DriverInfo
 from greenmongo.engine.core import ClientCore
 from greenmongo.engine.deadline import resolve
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
@@ -25,6 +27,8 @@ from greenmongo.operations.client_bulk import ClientBulkWrite
 from greenmongo.operations.databases import DropDatabaseOperation, ListDatabasesOperation
 from greenmongo.options.client_options import ClientOptions
 from greenmongo.options.uri import SRV_SCHEME  # noqa: F401  (PyMongo's pymongo.mongo_client has it)
+from greenmongo.sdam.server_type import ServerType
+from greenmongo.sdam.topology_type import TopologyType
 
 
 class MongoClient(Watchable):
@@ -33,10 +37,12 @@ class MongoClient(Watchable):
     ``MongoClient(host=None, port=None, document_class=dict, tz_aware=False, connect=True, **kwargs)``:
     ``host`` is a connection string, a ``host[:port]`` or a list of them; keyword options win over
     the URI's. With ``connect=False`` nothing happens until the first operation.
+    ``MongoClient[dict]`` is a generic alias, as PyMongo's ``MongoClient[_DocumentType]``.
     """
 
     HOST = "localhost"
     PORT = 27017
+    __class_getitem__ = classmethod(GenericAlias)
 
     def __init__(
         self,
@@ -45,12 +51,15 @@ class MongoClient(Watchable):
         document_class: Optional[type] = None,
         tz_aware: Optional[bool] = None,
         connect: Optional[bool] = None,
+        type_registry: Any = None,
         **kwargs: Any,
     ) -> None:
         if document_class is not None:
             kwargs["document_class"] = document_class
         if tz_aware is not None:
             kwargs["tz_aware"] = tz_aware
+        if type_registry is not None:
+            kwargs["type_registry"] = type_registry
         self._options = ClientOptions(host, port, **kwargs)
         self._core = ClientCore(self._options)
         #: timeoutMS in seconds (None: not set), the default of every database and collection.
@@ -127,11 +136,14 @@ class MongoClient(Watchable):
         return Database(self, name, codec_options, read_preference, write_concern, read_concern,
                         timeout_ms=timeout_ms)
 
-    def get_default_database(self, default: Optional[str] = None, **kwargs: Any) -> Any:
+    def get_default_database(self, default: Optional[str] = None, codec_options: Optional[CodecOptions] = None,
+                             read_preference: Any = None, write_concern: Any = None,
+                             read_concern: Any = None) -> Any:
+        """The connection string's database, else ``default``; ConfigurationError when neither names one."""
         name = self._options.database or default
         if name is None:
             raise ConfigurationError("No default database name defined or provided.")
-        return self.get_database(name, **kwargs)
+        return self.get_database(name, codec_options, read_preference, write_concern, read_concern)
 
     def list_databases(self, session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
         options = dict(kwargs)
@@ -217,10 +229,90 @@ class MongoClient(Watchable):
         seeds = ", ".join(f"{host}:{port}" for host, port in self._options.seeds)
         return f"MongoClient([{seeds}])"
 
+    def eq_props(self) -> tuple:
+        """What client equality compares: (sorted seeds, replicaSet, SRV host name, SRV service name)."""
+        options = self._options
+        seeds = tuple(sorted(options.seeds, key=lambda address: (address[0], address[1] or 0)))
+        return seeds, options.replica_set_name, options.srv_host, options.srv_service_name
+
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, MongoClient):
-            return self._options.seeds == other._options.seeds
+            return self.eq_props() == other.eq_props()
         return NotImplemented
 
+    def __ne__(self, other: Any) -> bool:
+        return not self == other
+
     def __hash__(self) -> int:
-        return hash(self._options.seeds)
+        return hash(self.eq_props())
+
+    def __iter__(self) -> "MongoClient":
+        return self
+
+    def __next__(self) -> NoReturn:
+        raise TypeError("'MongoClient' object is not iterable")
+
+    next = __next__
+
+    # -- the deployment, as PyMongo's properties describe it ----------------------------------
+
+    def append_metadata(self, driver_info: DriverInfo) -> None:
+        """Append a wrapping library's name, version and platform to the handshake metadata of the
+        connections opened from now on (existing connections keep theirs; PyMongo 4.14)."""
+        if not isinstance(driver_info, DriverInfo):
+            raise TypeError(f"driver_info must be an instance of DriverInfo, not {type(driver_info)}")
+        self._options.append_driver_info(driver_info)
+
+    def _current_description(self) -> Any:
+        """The topology description now, after starting the topology if ``connect=False`` left it idle."""
+        core = self._core
+        core.check_usable()
+        core.open()
+        return core.topology.description
+
+    def _members(self, server_type: ServerType) -> set:
+        description = self._current_description()
+        if description.topology_type not in (TopologyType.ReplicaSetWithPrimary, TopologyType.ReplicaSetNoPrimary):
+            return set()
+        return {sd.address for sd in description.server_descriptions().values() if sd.server_type is server_type}
+
+    @property
+    def primary(self) -> Optional[tuple]:
+        """(host, port) of the replica set's primary as currently known; None when this is not a replica
+        set or no primary is known (does not wait)."""
+        description = self._current_description()
+        if description.topology_type is not TopologyType.ReplicaSetWithPrimary:
+            return None
+        primary = description.primary
+        return primary.address if primary is not None else None
+
+    @property
+    def secondaries(self) -> set:
+        """The (host, port) of each secondary currently known; empty unless this is a replica set."""
+        return self._members(ServerType.RSSecondary)
+
+    @property
+    def arbiters(self) -> set:
+        """The (host, port) of each arbiter currently known; empty unless this is a replica set."""
+        return self._members(ServerType.RSArbiter)
+
+    def _writable_server_description(self) -> Any:
+        """The description of the server a write would go to, waiting for one (ServerSelectionTimeoutError)."""
+        core = self._core
+        core.check_usable()
+        server = core.topology.select_server(None, is_write=True, operation="test")
+        try:
+            return server.description
+        finally:
+            server.end_operation()
+
+    @property
+    def is_primary(self) -> bool:
+        """Whether the server writes go to accepts them: a standalone, a mongos or a replica set primary.
+        Waits for such a server like an operation would."""
+        return self._writable_server_description().is_writable
+
+    @property
+    def is_mongos(self) -> bool:
+        """Whether the server writes go to is a mongos (waits for a writable server like ``is_primary``)."""
+        return self._writable_server_description().server_type is ServerType.Mongos

@@ -9,6 +9,7 @@ write before anything is sent.
 
 from __future__ import annotations
 
+from types import GenericAlias
 from typing import Any, Mapping, Optional, Union
 
 from greenmongo.bson.objectid import ObjectId
@@ -142,6 +143,7 @@ class InsertOne(_WriteModel):
 
     __slots__ = ("_doc",)
     kind = INSERT
+    __class_getitem__ = classmethod(GenericAlias)  # InsertOne[dict], as PyMongo's generic class
 
     def __init__(self, document: Any, namespace: Optional[str] = None) -> None:
         self._doc = document
@@ -289,6 +291,7 @@ class ReplaceOne(_UpdateModel):
 
     __slots__ = ()
     is_replacement = True
+    __class_getitem__ = classmethod(GenericAlias)  # ReplaceOne[dict], as PyMongo's generic class
 
     def __init__(self, filter: Mapping[str, Any], replacement: Any, upsert: Optional[bool] = None,
                  collation: Any = None, hint: Any = None, namespace: Optional[str] = None,
