@@ -394,7 +394,8 @@ def test_numbers() -> None:
     '{"x": {"$date": "2012-12-01T24:00:00Z"}}',
     '{"x": {"$date": "yesterday"}}',
     '{"x": {"$date": {"$numberLong": "1", "x": 1}}}',
-    '{"x": {"$date": 0}}',
+    '{"x": {"$date": 1.5}}',
+    '{"x": {"$date": true}}',
     '{"x": {"$undefined": false}}',
     '{"x": {"$minKey": 1.0}}',
     '{"x": {"$symbol": 1}}',
@@ -423,9 +424,17 @@ def test_dollar_keys_that_are_not_wrappers_stay_documents() -> None:
     assert loads('{"x": {"$in": [1, 2]}, "$or": []}') == {"x": {"$in": [1, 2]}, "$or": []}
 
 
-def test_the_top_level_object_is_always_a_document() -> None:
-    assert loads('{"$oid": "57e193d7a9cc81b4027498b5"}') == {"$oid": "57e193d7a9cc81b4027498b5"}
-    assert loads('{"$numberInt": 42}') == {"$numberInt": 42}
+def test_a_top_level_one_key_wrapper_converts_other_objects_are_documents() -> None:
+    # PyMongo's loads converts a top-level wrapper, so dumps/loads round-trips a single value.
+    assert loads('{"$oid": "57e193d7a9cc81b4027498b5"}') == OID
+    assert loads(dumps(OID)) == OID
+    moment = datetime.datetime(2020, 5, 1, 12, 0, 0, 123000)
+    assert loads(dumps(moment)) == moment
+    with pytest.raises(ValueError):
+        loads('{"$numberInt": 42}')
+    assert loads('{"$type": "string"}') == {"$type": "string"}  # not a wrapper: a document
+    # Several keys: a document, even when shaped like a DBRef (the bson corpus reads the top level as a
+    # BSON document).
     doc = loads('{"$ref": "c", "$id": 1}')
     assert type(doc) is dict and doc == {"$ref": "c", "$id": 1}
     # Wrappers anywhere below the top level are converted, including inside top-level arrays.
@@ -511,9 +520,21 @@ def test_legacy_input_forms_only_in_legacy_mode() -> None:
     assert loads('{"d": {"$date": 1000}}', json_options=legacy) == {
         "d": datetime.datetime(1970, 1, 1, 0, 0, 1)}
     assert loads('{"x": NaN}', json_options=legacy)["x"] != loads('{"x": NaN}', json_options=legacy)["x"]
-    for text in ('{"b": {"$binary": "AQI=", "$type": "80"}}', '{"d": {"$date": 1000}}'):
-        with pytest.raises(ValueError):
-            loads(text)
+    with pytest.raises(ValueError):
+        loads('{"b": {"$binary": "AQI=", "$type": "80"}}')
+
+
+def test_legacy_integer_date_is_read_in_every_mode_but_canonical() -> None:
+    # {"$date": <millis>} is what LEGACY dumps writes; PyMongo reads it whatever the options (MongoEngine's
+    # QuerySet.from_json loads its to_json output with the default options). CANONICAL parses strictly, as
+    # the bson corpus requires ("Bad $date (number, not string or hash)").
+    text = dumps({"d": datetime.datetime(2026, 11, 26, 5, 40, 5, 261000)}, json_options=LEGACY_JSON_OPTIONS)
+    assert text == '{"d": {"$date": 1795671605261}}'
+    for options in (DEFAULT_JSON_OPTIONS, RELAXED_JSON_OPTIONS, LEGACY_JSON_OPTIONS):
+        assert loads(text, json_options=options) == {"d": datetime.datetime(2026, 11, 26, 5, 40, 5, 261000)}
+    assert loads('{"d": {"$date": -1}}') == {"d": datetime.datetime(1969, 12, 31, 23, 59, 59, 999000)}
+    with pytest.raises(ValueError):
+        loads(text, json_options=CANONICAL_JSON_OPTIONS)
 
 
 def test_document_class() -> None:

@@ -109,18 +109,23 @@ class _Reader:
     converted (objects as documents or BSON values instead of tuples of pairs).
     """
 
-    __slots__ = ("opts", "legacy", "hooked", "document_class", "plain_dict", "raw_document")
+    __slots__ = ("opts", "legacy", "canonical", "hooked", "document_class", "plain_dict", "raw_document")
 
     def __init__(self, opts: JSONOptions, hooked: bool) -> None:
         self.opts = opts
         self.legacy = opts.json_mode == JSONMode.LEGACY
+        self.canonical = opts.json_mode == JSONMode.CANONICAL
         self.hooked = hooked
         self.document_class = opts.document_class
         self.plain_dict = opts.document_class is dict
         self.raw_document = getattr(opts.document_class, "_type_marker", None) == 101
 
     def top(self, tree: Any) -> Any:
-        if type(tree) is tuple:
+        """The whole text's value. A top-level one-key wrapper converts like a nested one, as PyMongo's
+        (``loads(dumps(ObjectId()))`` is the ObjectId, ``loads(dumps(datetime))`` the datetime); any
+        other object is a document (a top-level ``{"$ref": ..., "$id": ...}`` too: the bson corpus reads
+        the top level as a BSON document)."""
+        if type(tree) is tuple and len(tree) != 1:
             return self.object(tree, top=True)
         return self.value(tree)
 
@@ -310,7 +315,10 @@ class _Reader:
             return self.millis_value(_int64_text(fields["$numberLong"], "$date"))
         if self.hooked and type(value) is Int64:
             return self.millis_value(int(value))
-        if self.legacy and type(value) is int:
+        if type(value) is int and not self.canonical:
+            # {"$date": <millis>}: what LEGACY mode writes (and MongoDB's tools wrote before Extended JSON
+            # v2); PyMongo reads it in every mode, greenmongo in all but CANONICAL, which parses as
+            # strictly as the bson corpus asks ("Bad $date (number, not string or hash)").
             return self.millis_value(value)
         raise _bad("$date", f"expected an ISO-8601 string or {{\"$numberLong\": ...}}, not {_show(value)}")
 
