@@ -131,10 +131,23 @@ def raise_config_error(key: str, suggestions: Optional[list[str]] = None) -> NoR
 
 # -- validators: validate_x(option, value) -> the value to use ---------------------------------------------
 
-validate_boolean = _arguments.validate_boolean
-validate_is_mapping = _arguments.validate_is_mapping
-validate_is_document_type = _arguments.validate_is_document_type
-validate_list = _arguments.validate_list
+def validate_boolean(option: str, value: Any) -> bool:
+    """True or False (TypeError for anything else, "true" included)."""
+    return _arguments.validate_boolean(option, value)
+
+
+def validate_is_mapping(option: str, value: Any) -> None:
+    """A document argument: any Mapping (TypeError otherwise)."""
+    _arguments.validate_is_mapping(option, value)
+
+
+def validate_is_document_type(option: str, value: Any) -> None:
+    """A document to store: a MutableMapping or a RawBSONDocument (TypeError otherwise)."""
+    _arguments.validate_is_document_type(option, value)
+
+
+def validate_list(option: str, value: Any) -> list:
+    return _arguments.validate_list(option, value)
 
 
 def validate_boolean_or_string(option: str, value: Any) -> bool:

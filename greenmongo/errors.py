@@ -289,7 +289,12 @@ class EncryptionError(GreenMongoError):
 
     def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
-        self.cause = cause
+        self._cause = cause
+
+    @property
+    def cause(self) -> BaseException:
+        """The exception the encryption or decryption failed with."""
+        return self._cause
 
 
 class EncryptedCollectionError(EncryptionError):
@@ -298,7 +303,12 @@ class EncryptedCollectionError(EncryptionError):
 
     def __init__(self, cause: BaseException, encrypted_fields: Mapping[str, Any]) -> None:
         super().__init__(cause)
-        self.encrypted_fields = encrypted_fields
+        self._encrypted_fields = encrypted_fields
+
+    @property
+    def encrypted_fields(self) -> Mapping[str, Any]:
+        """The encrypted_fields document the collection was to be created with."""
+        return self._encrypted_fields
 
 
 # -- GridFS (greenmongo.gridfs re-exports these, as PyMongo's gridfs.errors does) --------------
