@@ -34,6 +34,7 @@ UNIFIED_SUITES = [
     "read-write-concern/tests/operation",
     "server-discovery-and-monitoring/tests/unified",
     "server-selection/tests/logging",
+    "mongodb-handshake/tests/unified",
     # Not run: "load-balancers/tests" (needs a load balancer) and
     # "connection-monitoring-and-pooling/tests/logging" (needs auth on the suite's server).
 ]
