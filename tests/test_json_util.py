@@ -326,8 +326,28 @@ def test_dollar_uuid_input_is_binary_subtype_4(text: str) -> None:
     assert loads(doc) == {"u": Binary(UUID.bytes, 4)}
     standard = RELAXED_JSON_OPTIONS.with_options(uuid_representation=UuidRepresentation.STANDARD)
     assert loads(doc, json_options=standard) == {"u": UUID}
+    # As PyMongo's json_util: any representation but UNSPECIFIED reads $uuid as a UUID (MongoEngine's
+    # from_json reads what to_json wrote with PYTHON_LEGACY and compares documents).
     legacy = RELAXED_JSON_OPTIONS.with_options(uuid_representation=UuidRepresentation.PYTHON_LEGACY)
-    assert loads(doc, json_options=legacy) == {"u": Binary(UUID.bytes, 4)}  # subtype 4 is not legacy
+    assert loads(doc, json_options=legacy) == {"u": UUID}
+
+
+@pytest.mark.parametrize("representation, subtype_4, subtype_3", [
+    (UuidRepresentation.UNSPECIFIED, Binary(UUID.bytes, 4), Binary(UUID.bytes, 3)),
+    (UuidRepresentation.STANDARD, UUID, UUID),  # subtype 3 read as PYTHON_LEGACY
+    (UuidRepresentation.PYTHON_LEGACY, UUID, UUID),  # subtype 4 read as STANDARD
+    (UuidRepresentation.JAVA_LEGACY, UUID, uuid.UUID(bytes=UUID.bytes[7::-1] + UUID.bytes[:7:-1])),
+    (UuidRepresentation.CSHARP_LEGACY, UUID, uuid.UUID(bytes_le=UUID.bytes)),
+])
+def test_uuid_binary_input_is_read_as_pymongo_reads_it(representation: int, subtype_4: object,
+                                                      subtype_3: object) -> None:
+    options = RELAXED_JSON_OPTIONS.with_options(uuid_representation=representation)
+    data = base64.b64encode(UUID.bytes).decode()
+    for subtype, expected in (("04", subtype_4), ("03", subtype_3)):
+        text = '{"u": {"$binary": {"base64": "%s", "subType": "%s"}}}' % (data, subtype)
+        assert loads(text, json_options=options) == {"u": expected}, subtype
+    short = '{"u": {"$binary": {"base64": "AQI=", "subType": "04"}}}'
+    assert loads(short, json_options=options) == {"u": Binary(b"\x01\x02", 4)}  # not 16 bytes: no UUID
 
 
 @pytest.mark.parametrize("text", [

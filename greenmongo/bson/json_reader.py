@@ -253,17 +253,22 @@ class _Reader:
         return self.binary_value(_base64(fields["base64"]), _subtype(fields["subType"]))
 
     def binary_value(self, data: bytes, subtype: int) -> Any:
-        """Binary data as BSON decoding would return it: bytes, Binary, or a UUID per the options."""
+        """Binary data as PyMongo's json_util returns it: bytes for subtype 0; for UUID data (subtype 3
+        or 4, 16 bytes) a uuid.UUID whenever a uuidRepresentation is set - subtype 4 read as STANDARD,
+        subtype 3 in the legacy representation chosen (PYTHON_LEGACY under STANDARD) - and Binary under
+        UNSPECIFIED. Laxer than BSON decoding, which returns a UUID only for the subtype the
+        representation writes: Extended JSON read back with a legacy representation (MongoEngine's
+        from_json) gets its UUIDs back."""
         if subtype == 0:
             return data
-        if len(data) == 16 and subtype in (UUID_SUBTYPE, OLD_UUID_SUBTYPE):
-            representation = self.opts.uuid_representation
-            if subtype == UUID_SUBTYPE and representation == UuidRepresentation.STANDARD:
+        representation = self.opts.uuid_representation
+        if len(data) == 16 and subtype in (UUID_SUBTYPE, OLD_UUID_SUBTYPE) and \
+                representation != UuidRepresentation.UNSPECIFIED:
+            if subtype == UUID_SUBTYPE:
                 return uuid.UUID(bytes=data)
-            if subtype == OLD_UUID_SUBTYPE and representation in (
-                    UuidRepresentation.PYTHON_LEGACY, UuidRepresentation.JAVA_LEGACY,
-                    UuidRepresentation.CSHARP_LEGACY):
-                return Binary(data, subtype).as_uuid(representation)
+            if representation == UuidRepresentation.STANDARD:
+                representation = UuidRepresentation.PYTHON_LEGACY
+            return Binary(data, subtype).as_uuid(representation)
         return Binary(data, subtype)
 
     def uuid(self, text: Any) -> Any:
