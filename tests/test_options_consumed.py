@@ -21,6 +21,7 @@ import pytest
 
 from greenmongo.bson.codec_options import TypeRegistry
 from greenmongo.bson.son import SON
+from greenmongo.driver_info import DriverInfo
 from greenmongo.errors import ConfigurationError
 from greenmongo.monitoring import CommandListener
 from greenmongo.options.client_options import ClientOptions
@@ -122,17 +123,15 @@ SAMPLES: dict[str, tuple] = {
     "server_selector": (_selector, {}),
     "driver": (None, {}),  # replaced below: a DriverInfo-shaped object
     "auto_encryption_opts": ({"kms_providers": {}}, {}),
+    "srvAllowedHostsSuffix": ("example.com", {"@srv": True}),
+    "srv_host_validator": (lambda host: True, {"@srv": True}),
 }
 
 #: Refused until the feature exists (the error must name the option).
-REFUSED = {"auto_encryption_opts"}
+REFUSED = {"auto_encryption_opts", "srvAllowedHostsSuffix", "srv_host_validator"}
 
 
-class _DriverInfo:
-    name, version, platform = "lib", "1.0", "py"
-
-
-SAMPLES["driver"] = (_DriverInfo(), {})
+SAMPLES["driver"] = (DriverInfo("lib", "1.0", "py"), {})
 _ABSENT = object()
 
 #: What the driver reads from ClientOptions: (ClientOptions attribute, where outside options/ it is read).

@@ -41,8 +41,6 @@ from tests.test_bson_public_api import _generic, _incompatibilities, _signature
 DELIBERATE_DIFFERENCES: dict[str, str] = {
     "async-api": "only PyMongo's synchronous API: greenmongo's concurrency is gevent's (AsyncMongoClient and "
                  "pymongo.asynchronous do not exist)",
-    "csot": "pymongo.timeout() (client-side operation timeouts, CSOT): issue in progress, built by another "
-            "engineer together with timeoutMS",
     "client-side-encryption": "client-side field level encryption is a separate issue, not built: "
                               "pymongo.encryption and pymongo.encryption_options do not exist and "
                               "MongoClient(auto_encryption_opts=...) raises ConfigurationError",
@@ -100,7 +98,6 @@ MISSING_MODULES = {
 #: Names PyMongo's modules have that greenmongo does not: "module.name" -> DELIBERATE_DIFFERENCES key.
 MISSING_NAMES = {
     "pymongo.AsyncMongoClient": "async-api",
-    "pymongo.timeout": "csot",
 }
 #: Constants whose values differ: "module.name" -> DELIBERATE_DIFFERENCES key.
 DIFFERENT_VALUES = {
@@ -639,11 +636,13 @@ def test_check_name_matches_pymongo(pm: ModuleType) -> None:
         _check_name("a$b")
 
 
-def test_async_api_and_timeout_are_absent(pm: ModuleType) -> None:
+def test_async_api_is_absent_and_timeout_present(pm: ModuleType) -> None:
     DELIBERATE_DIFFERENCES["async-api"]
     assert hasattr(pm, "AsyncMongoClient") and not hasattr(greenmongo, "AsyncMongoClient")
-    DELIBERATE_DIFFERENCES["csot"]
-    assert callable(pm.timeout) and not hasattr(greenmongo, "timeout")
+    # greenmongo.timeout has pymongo.timeout's call shape: one positional seconds argument, a context manager.
+    assert list(inspect.signature(pm.timeout).parameters) == list(inspect.signature(greenmongo.timeout).parameters)
+    with greenmongo.timeout(1.5), greenmongo.timeout(None):
+        pass
 
 
 # =============================================================================

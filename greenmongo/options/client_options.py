@@ -133,9 +133,6 @@ class ClientOptions:
                                               for name in rules.TLS_DETAIL_OPTIONS):
             options["tls"] = True
         rules.check_all(options, seeds, srv_host is not None)
-        if options.get("auto_encryption_opts") is not None:
-            raise ConfigurationError("auto_encryption_opts: client-side field level encryption is not available in "
-                                     "greenmongo yet; no write would be encrypted, so the option is refused")
         if srv_host is not None:
             seeds = choose_hosts(seeds, options.get("srvMaxHosts"))
 
