@@ -144,13 +144,19 @@ class TimeoutScope:
 _SCOPE: ContextVar[Optional[TimeoutScope]] = ContextVar("greenmongo_timeout", default=None)
 
 
-class timeout:  # noqa: N801 - PyMongo's name (pymongo.timeout) for a context manager
+def timeout(seconds: Optional[float]) -> "TimeoutContext":
     """``with greenmongo.timeout(seconds):`` - one deadline for every operation in the block.
 
     PyMongo's ``pymongo.timeout`` semantics: ``seconds`` >= 0 (0: no limit; None: the block changes
     nothing); blocks nest and an inner one can only shorten the deadline. Greenlet-local: a greenlet
     spawned inside the block starts without it (give it its own ``timeout()`` if it works for you).
     """
+    return TimeoutContext(seconds)
+
+
+class TimeoutContext:
+    """What ``timeout()`` returns: a class, not a generator, so a gevent.Timeout landing inside the
+    block cannot break the ContextVar reset (gevent#1930)."""
 
     __slots__ = ("_seconds", "_token")
 
@@ -163,7 +169,7 @@ class timeout:  # noqa: N801 - PyMongo's name (pymongo.timeout) for a context ma
         self._seconds = None if seconds is None else float(seconds)
         self._token: Optional[Token[Optional[TimeoutScope]]] = None
 
-    def __enter__(self) -> "timeout":
+    def __enter__(self) -> "TimeoutContext":
         outer = _SCOPE.get()
         if self._seconds is not None:
             deadline = Deadline.start(self._seconds)
