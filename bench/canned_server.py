@@ -175,8 +175,10 @@ class CannedReplies:
 class CannedServer:
     """Reads requests as bytes and sends prepared replies; cursor state is server-wide."""
 
-    def __init__(self, replies: CannedReplies) -> None:
+    def __init__(self, replies: CannedReplies, find_delay: float = 0.0) -> None:
         self.replies = replies
+        #: Seconds every ``find`` reply is held back (a slow server, for the timeout benchmark).
+        self.find_delay = find_delay
         self.cursors: dict[int, int] = {}  # cursor id -> middle batches still to send
         self.cursor_ids = itertools.count(1000)
         self.request_ids = itertools.count(1)
@@ -246,6 +248,10 @@ class CannedServer:
         if name in (b"hello", b"isMaster", b"ismaster"):
             return replies.hello
         if name == b"find":
+            if self.find_delay:
+                import gevent
+
+                gevent.sleep(self.find_delay)
             start = _element(body, 0x03, b"filter")
             filter_bytes = body[start:start + _INT32.unpack_from(body, start)[0]] if start >= 0 else b"\x05\0\0\0\0"
             if filter_bytes == b"\x05\x00\x00\x00\x00":
@@ -305,6 +311,8 @@ def main() -> None:
     parser.add_argument("port_file")
     parser.add_argument("--many", type=int, default=10_000, help="documents returned by find({})")
     parser.add_argument("--ids", type=int, default=10_000, help="find-by-_id answers prepared (ids 1..N)")
+    parser.add_argument("--find-delay-ms", type=float, default=0.0,
+                        help="hold every find reply back this long (a slow server)")
     parser.add_argument("--no-sessions", action="store_true",
                         help="omit logicalSessionTimeoutMinutes from hello (no implicit sessions, no retryable writes)")
     args = parser.parse_args()
@@ -319,7 +327,8 @@ def main() -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(1024)
     port = listener.getsockname()[1]
-    server = StreamServer(listener, CannedServer(CannedReplies(port, args.many, args.ids, not args.no_sessions)).handle)
+    replies = CannedReplies(port, args.many, args.ids, not args.no_sessions)
+    server = StreamServer(listener, CannedServer(replies, args.find_delay_ms / 1000.0).handle)
     server.start()
     Path(args.port_file + ".tmp").write_text(str(port))
     os.replace(args.port_file + ".tmp", args.port_file)  # atomic: the reader never sees half a number

@@ -391,15 +391,16 @@ def run_client(config: dict) -> dict:
 class CannedServerProcess:
     """bench/canned_server.py in its own process."""
 
-    def __init__(self, many: int, ids: int, sessions: bool = True) -> None:
-        self.many, self.ids, self.sessions = many, ids, sessions
+    def __init__(self, many: int, ids: int, sessions: bool = True, find_delay_ms: float = 0.0) -> None:
+        self.many, self.ids, self.sessions, self.find_delay_ms = many, ids, sessions, find_delay_ms
         self.process: Optional[subprocess.Popen] = None
 
     def __enter__(self) -> "CannedServerProcess":
         port_file = tempfile.mktemp(prefix="canned-server-port-")
         self.process = subprocess.Popen(
             [sys.executable, str(ROOT / "bench" / "canned_server.py"), port_file,
-             "--many", str(self.many), "--ids", str(self.ids), *([] if self.sessions else ["--no-sessions"])],
+             "--many", str(self.many), "--ids", str(self.ids), "--find-delay-ms", str(self.find_delay_ms),
+             *([] if self.sessions else ["--no-sessions"])],
             cwd=ROOT)
         deadline = time.monotonic() + 60
         try:

@@ -337,6 +337,11 @@ class Pool(PoolEvents, BackgroundMaintenance):
         if not woken and entry.outcome not in (HANDED_CONNECTION, HANDED_SLOT, FAILED):
             self._abandon(entry)
             raise self._fail_checkout(_Failed.TIMEOUT, started, WaitQueueTimeoutError(self._timeout_message()))
+        if entry.outcome == HANDED_SLOT and deadline is not None and monotonic() >= deadline:
+            # Handed a connecting slot after the operation's deadline (its timer had not run yet): there is no
+            # time to connect, so the slot goes to the next waiter and this checkout timed out in the queue.
+            self._abandon(entry)
+            raise self._fail_checkout(_Failed.TIMEOUT, started, WaitQueueTimeoutError(self._timeout_message()))
         if entry.outcome == FAILED:
             entry.outcome = GONE
             raise self._fail_checkout(entry.reason, started, entry.value)
