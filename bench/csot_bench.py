@@ -157,7 +157,7 @@ def main() -> None:
             overshoot.setdefault(target, {})[peer] = min(runs, key=lambda run: run["p99"])
     print("\nOvershoot past the deadline (ms): p50 / p99 / max, and the errors seen")
     for target, by_peer in overshoot.items():
-        for peer, run in by_peer.items():
+        for run in by_peer.values():
             print(f"  {target:9} {run['peer']:15} {run['p50']:7.1f} {run['p99']:7.1f} {run['max']:7.1f}   "
                   f"{run['errors']}  ({run['wall_s']:.2f} s)")
         if set(PEERS) <= set(by_peer):
