@@ -120,9 +120,22 @@ class FindSpec:
             validate_is_document_type("let", self.let)
         if self.cursor_type == CursorType.EXHAUST and self.limit:
             raise InvalidOperation("Can't use limit and exhaust together.")
-        return replace(self, filter=spec, projection=projection_document(self.projection),
-                       sort=sort_document(self.sort), collation=collation_document(self.collation),
-                       hint=hint_value(self.hint), max=sort_document(self.max), min=sort_document(self.min))
+        out = FindSpec.__new__(FindSpec)  # a shallow copy without re-running the 22-field __init__ (hot path)
+        out.__dict__.update(self.__dict__)
+        out.filter = spec
+        if self.projection is not None:
+            out.projection = projection_document(self.projection)
+        if self.sort is not None:
+            out.sort = sort_document(self.sort)
+        if self.collation is not None:
+            out.collation = collation_document(self.collation)
+        if self.hint is not None:
+            out.hint = hint_value(self.hint)
+        if self.max is not None:
+            out.max = sort_document(self.max)
+        if self.min is not None:
+            out.min = sort_document(self.min)
+        return out
 
     def copy(self) -> "FindSpec":
         """A copy whose mutable option values are copies too (a cloned Cursor's)."""
