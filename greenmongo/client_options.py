@@ -1,8 +1,8 @@
 """PyMongo's import path ``pymongo.client_options``: ClientOptions, and the PoolOptions view
 ``ClientOptions.pool_options`` returns.
 
-ClientOptions itself lives in ``greenmongo.options.client_options`` (constructed like MongoClient:
-``ClientOptions(host, port, **kwargs)``). ``client.options.pool_options`` is a
+The options themselves are parsed and validated by ``greenmongo.options.client_options`` (pure, below
+the I/O layers); the ClientOptions here adds what needs those layers. ``client.options.pool_options`` is a
 ``greenmongo.pool.PoolOptions`` (the CMAP options every pool of the client uses) that also answers
 PyMongo's connection-level names: ``connect_timeout``, ``socket_timeout``, ``appname``, ``driver``,
 ``metadata`` (the handshake's client document), ``server_api``, ``tls_allow_invalid_hostnames``,
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from greenmongo.net.metadata import client_metadata
-from greenmongo.options.client_options import ClientOptions
+from greenmongo.options import client_options as _parsed
 from greenmongo.options.connection_settings import ConnectionSettings
 from greenmongo.pool import PoolOptions
 
@@ -24,7 +24,7 @@ class ClientPoolOptions(PoolOptions):
 
     __slots__ = ("_settings", "_driver")
 
-    def __init__(self, options: ClientOptions) -> None:
+    def __init__(self, options: _parsed.ClientOptions) -> None:
         super().__init__(max_pool_size=options.max_pool_size or 0, min_pool_size=options.min_pool_size,
                          max_idle_time=options.max_idle_time_seconds, wait_queue_timeout=options.wait_queue_timeout,
                          max_connecting=options.max_connecting, load_balanced=options.load_balanced)
@@ -72,6 +72,17 @@ class ClientPoolOptions(PoolOptions):
     def pause_enabled(self) -> bool:
         """Always True: pools pause when their server is marked Unknown (CMAP)."""
         return True
+
+
+class ClientOptions(_parsed.ClientOptions):
+    """A MongoClient's options (``client.options``): ``ClientOptions(host, port, **kwargs)``, as MongoClient."""
+
+    @property
+    def pool_options(self) -> ClientPoolOptions:
+        """The connection pool options (``greenmongo.pool.PoolOptions``) with PyMongo's attribute names:
+        ``max_pool_size``, ``min_pool_size``, ``max_idle_time_seconds``, ``wait_queue_timeout``,
+        ``connect_timeout``, ``appname``, ``metadata``, ..."""
+        return ClientPoolOptions(self)
 
 
 __all__ = ["ClientOptions"]

@@ -25,7 +25,7 @@ from greenmongo.engine.deadline import resolve
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
 from greenmongo.operations.client_bulk import ClientBulkWrite
 from greenmongo.operations.databases import DropDatabaseOperation, ListDatabasesOperation
-from greenmongo.options.client_options import ClientOptions
+from greenmongo.client_options import ClientOptions
 from greenmongo.options.uri import SRV_SCHEME  # noqa: F401  (PyMongo's pymongo.mongo_client has it)
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType

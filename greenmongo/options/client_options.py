@@ -386,15 +386,6 @@ class ClientOptions:
     def enable_overload_retargeting(self) -> bool:
         return self._get("enableOverloadRetargeting", False)
 
-    @property
-    def pool_options(self) -> Any:
-        """The connection pool options (``greenmongo.pool.PoolOptions``) with PyMongo's attribute names:
-        ``max_pool_size``, ``min_pool_size``, ``max_idle_time_seconds``, ``wait_queue_timeout``,
-        ``connect_timeout``, ``appname``, ``metadata``, ... (see ``greenmongo.client_options``)."""
-        from greenmongo.client_options import ClientPoolOptions  # the pool layer, only when asked
-
-        return ClientPoolOptions(self)
-
     # -- views for the layers below -----------------------------------------------------
 
     def connection_settings(self) -> Any:

@@ -79,8 +79,13 @@ from greenmongo.pool.model import (
 )
 
 # PyMongo's ``pymongo.pool`` names: the connection class (greenmongo's lives in net/) and ORDERED_TYPES.
-from greenmongo.common import ORDERED_TYPES  # noqa: E402,F401
+from collections import OrderedDict  # noqa: E402
+
+from greenmongo.bson.son import SON  # noqa: E402
 from greenmongo.net.connection import Connection  # noqa: E402,F401
+
+#: Document classes whose key order PyMongo treats as meaningful.
+ORDERED_TYPES = (SON, OrderedDict)
 
 __all__ = ["Pool", "PoolOptions", "PoolStats", "PooledConnection", "PoolableConnection",
            "ConnectionFactory", "PoolClosedError", "PoolState"]

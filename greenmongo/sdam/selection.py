@@ -19,7 +19,6 @@ from typing import (
     List,
     Mapping,
     Optional,
-    Protocol,
     Sequence,
     Set,
     Union,
@@ -27,6 +26,15 @@ from typing import (
 
 from greenmongo.errors import ConfigurationError
 from greenmongo.sdam.address import Address
+from greenmongo.sdam.read_preference import (  # noqa: F401
+    NEAREST,
+    PRIMARY,
+    PRIMARY_PREFERRED,
+    PRIMARY_READ_PREFERENCE,
+    SECONDARY,
+    SECONDARY_PREFERRED,
+    ReadPreferenceLike,
+)
 from greenmongo.sdam.server_description import ServerDescription
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.settings import IDLE_WRITE_PERIOD_MS, SMALLEST_MAX_STALENESS_SECONDS
@@ -34,30 +42,14 @@ from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.topology_type import REPLICA_SET_TYPES, TopologyType
 from greenmongo.wire.versions import MAX_STALENESS_MIN_WIRE_VERSION
 
-PRIMARY, PRIMARY_PREFERRED, SECONDARY, SECONDARY_PREFERRED, NEAREST = range(5)
 MODE_NAMES = ("primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest")
 
-
-
-class ReadPreferenceLike(Protocol):
-    mode: int
-    tag_sets: Sequence[Mapping[str, Any]]
-    max_staleness: int
 
 
 ServerSelector = Callable[[List[ServerDescription]], List[ServerDescription]]
 Deprioritized = Iterable[Union[Address, ServerDescription]]
 
 
-class _Primary:
-    """The read preference of writes and of reads that name none."""
-
-    mode = PRIMARY
-    tag_sets: Sequence[Mapping[str, Any]] = ({},)
-    max_staleness = -1
-
-
-PRIMARY_READ_PREFERENCE: ReadPreferenceLike = _Primary()
 
 
 # -- validation ------------------------------------------------------------

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from greenmongo.errors import ConfigurationError
-from greenmongo.options.read_preferences import ReadPreference, ServerMode
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.server_description import ServerDescription
 from greenmongo.sdam.server_type import DATA_BEARING_TYPES, ServerType
 from greenmongo.sdam.settings import CLIENT_MIN_SERVER_VERSION, DRIVER_NAME, TopologySettings
 from greenmongo.sdam.topology_type import TopologyType
+from greenmongo.sdam.read_preference import PRIMARY_READ_PREFERENCE, ReadPreferenceLike
 
 
 class TopologyDescription:
@@ -198,7 +198,7 @@ class TopologyDescription:
         """
         from greenmongo.sdam.selection import latency_window, suitable_servers, validate_read_preference
 
-        if not isinstance(selector, ServerMode):
+        if not hasattr(selector, "mode") or not hasattr(selector, "tag_sets"):
             raise TypeError(f"selector must be a read preference (such as ReadPreference.SECONDARY), not {selector!r}")
         if self._topology_type is TopologyType.Unknown:
             return []
@@ -214,16 +214,16 @@ class TopologyDescription:
             servers = list(custom_selector(servers))
         return latency_window(servers, self._settings.local_threshold_ms)
 
-    def has_readable_server(self, read_preference: ServerMode = ReadPreference.PRIMARY) -> bool:
-        """Whether a read with ``read_preference`` could run without waiting (always True for a
-        single server the client connected to directly, once it is known)."""
-        if not isinstance(read_preference, ServerMode):
+    def has_readable_server(self, read_preference: ReadPreferenceLike = PRIMARY_READ_PREFERENCE) -> bool:
+        """Whether a read with ``read_preference`` could run without waiting (always True for a single
+        server the client connected to directly, once it is known)."""
+        if not hasattr(read_preference, "mode") or not hasattr(read_preference, "tag_sets"):
             raise TypeError(f"{read_preference!r} is not a read preference")
         return any(self.apply_selector(read_preference))
 
     def has_writable_server(self) -> bool:
         """Whether a write could run without waiting (a primary, a mongos, a standalone...)."""
-        return self.has_readable_server(ReadPreference.PRIMARY)
+        return self.has_readable_server()
 
     def reset_server(self, address: Address) -> "TopologyDescription":
         """A new description in which the server at ``address`` is Unknown (and the type follows)."""

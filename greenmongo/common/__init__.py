@@ -9,21 +9,21 @@ aggregate operations from PyMongo's keyword options the same way and, like PyMon
 The ``validate_*(option, value)`` functions keep PyMongo's contract (what they accept, what they
 return, TypeError for a wrong type and ValueError for a wrong value), because ODMs call them on their
 own arguments (MongoEngine: ``validate_read_preference("read_preference", value)``); they live in
-``greenmongo.options.pymongo_validators``, with the option tables that drive ``greenmongo.uri_parser``.
+``greenmongo.common.validators``, with the option tables that drive ``greenmongo.uri_parser``.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Mapping, NoReturn, Optional, Sequence, Tuple
 
 from greenmongo.bson.codec_options import CodecOptions
-from greenmongo.bson.son import SON
+from greenmongo.bson.son import SON as SON  # PyMongo's pymongo.common has it
+from greenmongo.pool import ORDERED_TYPES as _pool_ordered_types
 from greenmongo.engine.deadline import Deadline, resolve
 from greenmongo.engine.session_state import SessionState
 from greenmongo.operations.aggregate import AggregateOperation
-from greenmongo.options.pymongo_validators import (  # noqa: F401  (PyMongo's names at PyMongo's path)
+from greenmongo.common.validators import (  # noqa: F401  (PyMongo's names at PyMongo's path)
     INTERNAL_URI_OPTION_NAME_MAP,
     KW_VALIDATORS,
     NONSPEC_OPTIONS_VALIDATOR_MAP,
@@ -95,7 +95,7 @@ from greenmongo.wire.header import DEFAULT_MAX_MESSAGE_SIZE
 # -- defaults (PyMongo's names; the values are greenmongo's, which match PyMongo's but for the wire range) --
 
 #: Document classes whose key order PyMongo treats as meaningful.
-ORDERED_TYPES: Sequence[type] = (SON, OrderedDict)
+ORDERED_TYPES: Sequence[type] = _pool_ordered_types
 #: Limits assumed until a server's hello says otherwise.
 MAX_BSON_SIZE = DEFAULT_MAX_BSON_SIZE
 MAX_MESSAGE_SIZE = DEFAULT_MAX_MESSAGE_SIZE
