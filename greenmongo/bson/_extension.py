@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any, Optional
 
@@ -11,7 +12,7 @@ def import_speedups() -> Optional[Any]:
     if os.environ.get("GREENMONGO_NO_EXTENSIONS", "") not in ("", "0"):
         return None
     try:
-        from greenmongo.bson import _speedups
+        # By name: the extension has no stub, and an absent one is the normal pure-Python case.
+        return importlib.import_module("greenmongo.bson._speedups")
     except ImportError:
         return None
-    return _speedups

@@ -249,7 +249,7 @@ class Binary(bytes):
 
     # -- value semantics -----------------------------------------------------
 
-    def __getnewargs__(self) -> tuple:  # type: ignore[override]
+    def __getnewargs__(self) -> tuple[bytes, int]:  # type: ignore[override]
         return bytes(self), self.__subtype
 
     def __eq__(self, other: Any) -> bool:
@@ -269,13 +269,14 @@ class Binary(bytes):
         return f"Binary({bytes.__repr__(self)}, {self.__subtype})"
 
 
-def _numpy_values(array: Any, dtype: BinaryVectorDtype) -> list:
+def _numpy_values(array: Any, dtype: BinaryVectorDtype) -> list[Any]:
     """A 1-D numpy array's elements as Python numbers, for the same checks a list gets."""
     if array.ndim != 1:
         raise ValueError(f"a vector is one-dimensional; this numpy array has {array.ndim} dimensions")
     if dtype is not BinaryVectorDtype.FLOAT32 and array.dtype.kind not in "iub":
         raise ValueError(f"{dtype.name} vector values must be integers, not numpy {array.dtype}")
-    return array.tolist()
+    values: list[Any] = array.tolist()
+    return values
 
 
 def _pack_ints(values: Sequence[Any], code: str, low: int, high: int, name: str) -> bytes:

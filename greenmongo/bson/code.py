@@ -10,6 +10,7 @@ from greenmongo.bson._slots import getstate_slots, setstate_slots
 
 class Code(str):
     __slots__ = ("__scope",)
+    __scope: Optional[Mapping[str, Any]]
     __getstate__ = getstate_slots
     __setstate__ = setstate_slots
     _type_marker = 13

@@ -117,7 +117,7 @@ def decode(data: Any, codec_options: CodecOptions | None = None) -> Any:
     return doc
 
 
-def decode_all(data: Any, codec_options: CodecOptions | None = None) -> list:
+def decode_all(data: Any, codec_options: CodecOptions | None = None) -> list[Any]:
     """Decode a buffer of concatenated BSON documents."""
     data = _as_bytes(data)
     opts = _check_options(codec_options)

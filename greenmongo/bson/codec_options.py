@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import datetime
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from greenmongo.bson.binary import (
     ALL_UUID_REPRESENTATIONS,
@@ -44,7 +44,7 @@ class TypeCodec(TypeEncoder, TypeDecoder):
 class TypeRegistry:
     """Custom codecs plus a fallback encoder, looked up by exact type."""
 
-    def __init__(self, type_codecs: Iterable[Any] | None = None,
+    def __init__(self, type_codecs: Iterable[TypeEncoder | TypeDecoder] | None = None,
                  fallback_encoder: Callable[[Any], Any] | None = None) -> None:
         self.__type_codecs = list(type_codecs or [])
         self._fallback_encoder = fallback_encoder
@@ -79,7 +79,7 @@ class TypeRegistry:
         return self._fallback_encoder
 
     @property
-    def codecs(self) -> list:
+    def codecs(self) -> list[TypeEncoder | TypeDecoder]:
         return list(self.__type_codecs)
 
     @property
@@ -106,11 +106,14 @@ class _CodecOptionsBase(NamedTuple):
     datetime_conversion: DatetimeConversion
 
 
+_CodecOptionsT = TypeVar("_CodecOptionsT", bound="CodecOptions")
+
+
 class CodecOptions(_CodecOptionsBase):
     """Immutable; build variants with ``with_options``."""
 
     def __new__(
-        cls,
+        cls: type[_CodecOptionsT],
         document_class: type[Mapping[str, Any]] | None = None,
         tz_aware: bool = False,
         uuid_representation: int | None = UuidRepresentation.UNSPECIFIED,
@@ -118,7 +121,7 @@ class CodecOptions(_CodecOptionsBase):
         tzinfo: datetime.tzinfo | None = None,
         type_registry: TypeRegistry | None = None,
         datetime_conversion: DatetimeConversion | None = DatetimeConversion.DATETIME,
-    ) -> CodecOptions:
+    ) -> _CodecOptionsT:
         doc_class = document_class or dict
         # A generic alias (SON[str, Any], dict[str, Any]) is checked by its origin class.
         check_class = getattr(doc_class, "__origin__", doc_class)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime
 import enum
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 from greenmongo.bson._slots import getstate_slots, setstate_slots
 from greenmongo.bson.tz_util import utc
 from greenmongo.errors import InvalidBSON
+
+if TYPE_CHECKING:
+    from greenmongo.bson.codec_options import CodecOptions
 
 EPOCH_AWARE = datetime.datetime.fromtimestamp(0, utc)
 EPOCH_NAIVE = EPOCH_AWARE.replace(tzinfo=None)
@@ -74,7 +77,7 @@ class DatetimeMS:
         other = _millis_of(other)
         return NotImplemented if other is NotImplemented else self._value >= other
 
-    def as_datetime(self, codec_options: Any = None) -> datetime.datetime:
+    def as_datetime(self, codec_options: Optional["CodecOptions"] = None) -> datetime.datetime:
         """This instant as the decoder would give it under ``codec_options`` (default: the defaults).
 
         Its ``tz_aware``, ``tzinfo`` and ``datetime_conversion`` apply; a value datetime.datetime
@@ -84,7 +87,8 @@ class DatetimeMS:
         tzinfo = getattr(codec_options, "tzinfo", None)
         conversion = getattr(codec_options, "datetime_conversion", DatetimeConversion.DATETIME)
         try:
-            return millis_to_datetime(self._value, tz_aware, tzinfo, conversion)
+            # PyMongo's annotation: a datetime (DATETIME_MS/DATETIME_AUTO options can give a DatetimeMS).
+            return cast(datetime.datetime, millis_to_datetime(self._value, tz_aware, tzinfo, conversion))
         except (OverflowError, ValueError) as exc:
             raise InvalidBSON(f"DatetimeMS({self._value}) is out of datetime.datetime's range ({exc}); use "
                               "CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO) or "
@@ -111,7 +115,7 @@ def datetime_to_millis(value: datetime.datetime) -> int:
 
 
 def millis_to_datetime(millis: int, tz_aware: bool, tzinfo: Optional[datetime.tzinfo],
-                       conversion: int) -> Any:
+                       conversion: int) -> Union[datetime.datetime, "DatetimeMS"]:
     """Decode milliseconds per ``conversion``; raises OverflowError/ValueError when it cannot."""
     if conversion == DatetimeConversion.DATETIME_MS:
         return DatetimeMS(millis)

@@ -49,7 +49,7 @@ class DBRef:
         except (KeyError, AttributeError):  # AttributeError: not initialised yet (being unpickled)
             raise AttributeError(key) from None
 
-    def as_doc(self) -> SON:
+    def as_doc(self) -> SON[str, Any]:
         """The document form, a SON as PyMongo's: $ref, $id, then $db, then the extra fields (the spec's order)."""
         doc = SON([("$ref", self.collection), ("$id", self.id)])
         if self.database is not None:

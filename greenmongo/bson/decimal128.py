@@ -22,7 +22,7 @@ from __future__ import annotations
 import decimal
 import re
 import struct
-from typing import Any, Tuple, Union
+from typing import Any, List, Tuple, Union
 
 from greenmongo.bson.codec_options import TypeDecoder, TypeEncoder
 from greenmongo.errors import InvalidDocument
@@ -213,9 +213,10 @@ class Decimal128:
     """
 
     __slots__ = ("_bid",)
+    _bid: bytes
     _type_marker = 19
 
-    def __init__(self, value: Union[str, decimal.Decimal, Tuple[int, int], list, "Decimal128"]) -> None:
+    def __init__(self, value: Union[str, decimal.Decimal, Tuple[int, int], List[int], "Decimal128"]) -> None:
         if isinstance(value, str):
             bid = _string_to_bid(value)
         elif isinstance(value, decimal.Decimal):
@@ -261,7 +262,8 @@ class Decimal128:
         sign = 1 if negative else 0
         if kind == "F":
             return decimal.Decimal((sign, tuple(map(int, str(coefficient))), exponent))
-        return decimal.Decimal((sign, (), kind if kind != "I" else "F"))
+        # NaN/sNaN/Infinity as Decimal's special-value tuple (typeshed knows only finite ones).
+        return decimal.Decimal((sign, (), kind if kind != "I" else "F"))  # type: ignore[arg-type]
 
     def __str__(self) -> str:
         return _bid_to_string(self._bid)
@@ -303,7 +305,8 @@ class Decimal128:
         return self
 
 
-_set_bid = Decimal128._bid.__set__  # type: ignore[attr-defined]
+# The slot's descriptor: the one way to set _bid past the immutable __setattr__.
+_set_bid = Decimal128._bid.__set__  # type: ignore[misc,attr-defined]
 _new = object.__new__
 
 
@@ -329,4 +332,5 @@ class DecimalDecoder(TypeDecoder):
         return Decimal128
 
     def transform_bson(self, value: Any) -> decimal.Decimal:
-        return value.to_decimal()
+        result: decimal.Decimal = value.to_decimal()
+        return result

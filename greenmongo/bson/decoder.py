@@ -13,7 +13,7 @@ import datetime
 import struct
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from greenmongo.bson._extension import import_speedups
@@ -88,7 +88,7 @@ def _document_bounds(data: bytes, pos: int, end: int, kind: str, name: str) -> i
     """Validate the length prefix and trailing NUL of an embedded document; return its end."""
     if pos + 5 > end:
         raise _fail(f"{kind} {name!r} is truncated", pos)
-    length = _UNPACK_INT_FROM(data, pos)[0]
+    length: int = _UNPACK_INT_FROM(data, pos)[0]
     stop = pos + length
     if length < 5 or stop > end:
         raise _fail(f"{kind} {name!r} has invalid length {length}", pos)
@@ -105,7 +105,9 @@ def decode_document(data: bytes, pos: int, end: int, opts: CodecOptions, depth: 
     """
     if depth > MAX_NESTING_DEPTH:
         raise _fail(f"documents nest deeper than {MAX_NESTING_DEPTH} levels", pos)
-    doc_class = opts.document_class
+    # dict, a MutableMapping subclass or RawBSONDocument (whose constructor takes the bytes).
+    doc_class: Any = opts.document_class
+    doc: MutableMapping[str, Any]
     if doc_class is dict:
         doc = {}
     elif getattr(doc_class, "_type_marker", None) == 101:  # RawBSONDocument: stays raw, decoded lazily
@@ -204,7 +206,7 @@ def decode_document(data: bytes, pos: int, end: int, opts: CodecOptions, depth: 
     return doc
 
 
-def _apply_decoders(container: Any, decoders: dict) -> None:
+def _apply_decoders(container: Any, decoders: dict[Any, Callable[[Any], Any]]) -> None:
     """Custom TypeDecoders, applied to a freshly decoded document's (or list's) own values."""
     pairs = enumerate(container) if isinstance(container, list) else list(container.items())
     for key, value in pairs:
@@ -213,11 +215,11 @@ def _apply_decoders(container: Any, decoders: dict) -> None:
             container[key] = transform(value)
 
 
-def decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> list:
+def decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> list[Any]:
     """Arrays decode like documents but keep only the values (keys are not checked, per the corpus)."""
     if depth > MAX_NESTING_DEPTH:
         raise _fail(f"documents nest deeper than {MAX_NESTING_DEPTH} levels", pos)
-    values: list = []
+    values: list[Any] = []
     append = values.append
     pos += 4
     last = end - 1

@@ -16,7 +16,7 @@ import uuid
 import warnings
 from collections.abc import Callable
 from collections.abc import Mapping as _MappingABC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from greenmongo.bson._extension import import_speedups
 from greenmongo.bson.binary import (
@@ -41,6 +41,10 @@ from greenmongo.bson.regex import Regex, int_flags_to_str
 from greenmongo.bson.timestamp import Timestamp
 from greenmongo.errors import InvalidDocument
 
+if TYPE_CHECKING:
+    from greenmongo.bson.raw import RawBSONDocument
+
+
 _PACK_INT = struct.Struct("<i").pack
 _PACK_LONG = struct.Struct("<q").pack
 _PACK_DOUBLE = struct.Struct("<d").pack
@@ -60,7 +64,7 @@ _RE_TYPE = type(re.compile(""))
 #: encoding; bounded so a stream of unique keys cannot grow it without limit.
 _KEY_CACHE: dict[str, bytes] = {}
 _KEY_CACHE_MAX = 8192
-_NO_CACHE_GET = {}.get  # with check_keys every key takes the validating path
+_NO_CACHE_GET = dict[str, bytes]().get  # with check_keys every key takes the validating path
 
 
 def _key_cstring(key: Any, check_keys: bool) -> bytes:
@@ -98,7 +102,8 @@ def encode_document(doc: Any, check_keys: bool, opts: CodecOptions, top_level: b
     """
     if type(doc) is not dict:
         if getattr(doc, "_type_marker", None) == 101:  # RawBSONDocument: already BSON
-            return doc.raw
+            raw: bytes = doc.raw
+            return raw
         if not isinstance(doc, _MappingABC) and not hasattr(doc, "items"):
             raise TypeError(f"encoder expected a mapping type but got {doc!r}")
     if not doc:
@@ -312,9 +317,9 @@ def _enc_code(name: bytes, value: Code, check_keys: bool, opts: CodecOptions, de
     scope = value.scope
     if scope is None:
         return b"\x0d" + name + _PACK_INT(len(data) + 1) + data + b"\x00"
-    scope = encode_document(scope, False, opts, False, depth)
-    return b"".join((b"\x0f", name, _PACK_INT(len(data) + len(scope) + 9), _PACK_INT(len(data) + 1), data,
-                     b"\x00", scope))
+    scope_bson = encode_document(scope, False, opts, False, depth)
+    return b"".join((b"\x0f", name, _PACK_INT(len(data) + len(scope_bson) + 9), _PACK_INT(len(data) + 1), data,
+                     b"\x00", scope_bson))
 
 
 def _enc_int(name: bytes, value: int, *_: Any) -> bytes:
@@ -353,7 +358,7 @@ def _enc_dbref(name: bytes, value: DBRef, check_keys: bool, opts: CodecOptions, 
     return b"\x03" + name + encode_document(value.as_doc(), False, opts, False, depth)
 
 
-def _enc_raw(name: bytes, value: Any, *_: Any) -> bytes:
+def _enc_raw(name: bytes, value: RawBSONDocument, *_: Any) -> bytes:
     return b"\x03" + name + value.raw
 
 

@@ -56,6 +56,7 @@ class JSONOptions(CodecOptions):
     ``datetime_conversion`` shape what ``loads`` returns, as they do for BSON.
     """
 
+    _json_arguments: Tuple[Optional[bool], Optional[int], Optional[bool], int]
     json_mode: int
     strict_number_long: bool
     datetime_representation: int

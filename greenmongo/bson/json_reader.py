@@ -13,7 +13,7 @@ import math
 import re
 import uuid
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Optional, Tuple
 
 from greenmongo.bson.binary import (
     OLD_UUID_SUBTYPE,
@@ -86,7 +86,7 @@ def _bad(wrapper: str, problem: str) -> ValueError:
     return ValueError(f"invalid Extended JSON {wrapper}: {problem}")
 
 
-def _exact_keys(fields: Dict[str, Any], wrapper: str, keys: frozenset, names: Tuple[str, ...]) -> None:
+def _exact_keys(fields: Dict[str, Any], wrapper: str, keys: FrozenSet[str], names: Tuple[str, ...]) -> None:
     if fields.keys() != keys:
         raise _bad(wrapper, f"the object must have exactly the keys {list(names)}, not {list(fields)}")
 
@@ -116,7 +116,8 @@ class _Reader:
         self.legacy = opts.json_mode == JSONMode.LEGACY
         self.canonical = opts.json_mode == JSONMode.CANONICAL
         self.hooked = hooked
-        self.document_class = opts.document_class
+        # dict, a MutableMapping subclass or RawBSONDocument (whose constructor takes the bytes).
+        self.document_class: Any = opts.document_class
         self.plain_dict = opts.document_class is dict
         self.raw_document = getattr(opts.document_class, "_type_marker", None) == 101
 
@@ -172,7 +173,7 @@ class _Reader:
                                               codec_options=self.opts), self.opts)
         return self.document_class([(key, value(item)) for key, item in pairs])
 
-    def fields(self, value: Any, wrapper: str, keys: frozenset, names: Tuple[str, ...]) -> Dict[str, Any]:
+    def fields(self, value: Any, wrapper: str, keys: FrozenSet[str], names: Tuple[str, ...]) -> Dict[str, Any]:
         """The fields of the JSON object inside a wrapper, which must be exactly ``keys``."""
         if type(value) is tuple or (self.hooked and isinstance(value, Mapping)):
             fields = dict(value)

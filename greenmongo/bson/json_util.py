@@ -184,7 +184,7 @@ def _value_to_json(obj: Any, opts: JSONOptions) -> Any:
     return _NOT_BSON
 
 
-def _mapping_to_json(obj: Mapping, opts: JSONOptions) -> dict:
+def _mapping_to_json(obj: Mapping[str, Any], opts: JSONOptions) -> Dict[str, Any]:
     return {key: _to_json(value, opts) for key, value in obj.items()}
 
 
@@ -226,7 +226,7 @@ def _float_to_json(obj: float, opts: JSONOptions) -> Any:
     return value
 
 
-def _binary_to_json(data: bytes, subtype: int, opts: JSONOptions) -> dict:
+def _binary_to_json(data: bytes, subtype: int, opts: JSONOptions) -> Dict[str, Any]:
     text = base64.b64encode(data).decode("ascii")
     subtype_hex = f"{subtype:02x}"
     if opts.json_mode == JSONMode.LEGACY:
@@ -234,19 +234,19 @@ def _binary_to_json(data: bytes, subtype: int, opts: JSONOptions) -> dict:
     return {"$binary": {"base64": text, "subType": subtype_hex}}
 
 
-def _bytes_to_json(obj: Any, opts: JSONOptions) -> dict:
+def _bytes_to_json(obj: Any, opts: JSONOptions) -> Dict[str, Any]:
     return _binary_to_json(bytes(obj), 0, opts)
 
 
-def _binary_type_to_json(obj: Binary, opts: JSONOptions) -> dict:
+def _binary_type_to_json(obj: Binary, opts: JSONOptions) -> Dict[str, Any]:
     return _binary_to_json(bytes(obj), obj.subtype, opts)
 
 
-def _vector_to_json(obj: BinaryVector, opts: JSONOptions) -> dict:
+def _vector_to_json(obj: BinaryVector, opts: JSONOptions) -> Dict[str, Any]:
     return _binary_type_to_json(Binary.from_vector(obj), opts)
 
 
-def _uuid_to_json(obj: uuid.UUID, opts: JSONOptions) -> dict:
+def _uuid_to_json(obj: uuid.UUID, opts: JSONOptions) -> Dict[str, Any]:
     if not opts.strict_uuid:
         return {"$uuid": str(obj)}
     if opts.uuid_representation == UuidRepresentation.UNSPECIFIED:
@@ -256,7 +256,7 @@ def _uuid_to_json(obj: uuid.UUID, opts: JSONOptions) -> dict:
     return _binary_type_to_json(Binary.from_uuid(obj, opts.uuid_representation), opts)
 
 
-def _millis_to_json(millis: int, opts: JSONOptions) -> dict:
+def _millis_to_json(millis: int, opts: JSONOptions) -> Dict[str, Any]:
     representation = opts.datetime_representation
     if representation == DatetimeRepresentation.ISO8601 and 0 <= millis <= _MAX_DATETIME_MS:
         return {"$date": _iso_text(millis)}
@@ -273,15 +273,15 @@ def _iso_text(millis: int) -> str:
     return f"{text}.{fraction:03d}Z" if fraction else text + "Z"
 
 
-def _datetime_to_json(obj: datetime.datetime, opts: JSONOptions) -> dict:
+def _datetime_to_json(obj: datetime.datetime, opts: JSONOptions) -> Dict[str, Any]:
     return _millis_to_json(datetime_to_millis(obj), opts)
 
 
-def _datetime_ms_to_json(obj: DatetimeMS, opts: JSONOptions) -> dict:
+def _datetime_ms_to_json(obj: DatetimeMS, opts: JSONOptions) -> Dict[str, Any]:
     return _millis_to_json(int(obj), opts)
 
 
-def _regex_to_json(obj: Any, opts: JSONOptions) -> dict:
+def _regex_to_json(obj: Any, opts: JSONOptions) -> Dict[str, Any]:
     flags = obj.flags
     letters = "".join(sorted(flags if isinstance(flags, str) else int_flags_to_str(flags)))
     pattern = obj.pattern
@@ -292,17 +292,17 @@ def _regex_to_json(obj: Any, opts: JSONOptions) -> dict:
     return {"$regularExpression": {"pattern": pattern, "options": letters}}
 
 
-def _code_to_json(obj: Code, opts: JSONOptions) -> dict:
+def _code_to_json(obj: Code, opts: JSONOptions) -> Dict[str, Any]:
     if obj.scope is None:
         return {"$code": str(obj)}
     return {"$code": str(obj), "$scope": _to_json(obj.scope, opts)}
 
 
-def _dbref_to_json(obj: DBRef, opts: JSONOptions) -> dict:
+def _dbref_to_json(obj: DBRef, opts: JSONOptions) -> Dict[str, Any]:
     return _mapping_to_json(obj.as_doc(), opts)
 
 
-def _dbpointer_to_json(obj: DBPointer, opts: JSONOptions) -> dict:
+def _dbpointer_to_json(obj: DBPointer, opts: JSONOptions) -> Dict[str, Any]:
     return {"$dbPointer": {"$ref": obj.namespace, "$id": {"$oid": str(obj.id)}}}
 
 

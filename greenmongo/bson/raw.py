@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping
 from typing import Any
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
@@ -18,7 +18,7 @@ class RawBSONDocument(Mapping[str, Any]):
     __slots__ = ("__codec_options", "__inflated", "__raw")
     _type_marker = 101
 
-    def __init__(self, bson_bytes: bytes, codec_options: Any | None = None) -> None:
+    def __init__(self, bson_bytes: bytes, codec_options: CodecOptions | None = None) -> None:
         if codec_options is None:
             codec_options = DEFAULT_RAW_BSON_OPTIONS
         elif not isinstance(codec_options, CodecOptions):
@@ -30,7 +30,7 @@ class RawBSONDocument(Mapping[str, Any]):
             raise TypeError(f"RawBSONDocument cannot use CodecOptions with document class "
                             f"{codec_options.document_class}")
         self.__raw = bytes(bson_bytes)
-        self.__inflated: dict | None = None
+        self.__inflated: dict[str, Any] | None = None
         self.__codec_options = codec_options
         # Check the envelope now so a bad buffer fails at construction, not at first access.
         if len(self.__raw) < 5 or int.from_bytes(self.__raw[:4], "little", signed=True) != len(self.__raw) \
@@ -41,10 +41,10 @@ class RawBSONDocument(Mapping[str, Any]):
     def raw(self) -> bytes:
         return self.__raw
 
-    def items(self):  # type: ignore[override]
+    def items(self) -> ItemsView[str, Any]:
         return self.__inflate().items()
 
-    def __inflate(self) -> dict:
+    def __inflate(self) -> dict[str, Any]:
         if self.__inflated is None:
             from greenmongo.bson.decoder import _Malformed, decode_document
 

@@ -53,10 +53,10 @@ class Regex:
         self.flags = flags
 
     @classmethod
-    def from_native(cls, regex: Pattern) -> "Regex":
+    def from_native(cls, regex: Pattern[Any]) -> "Regex":
         return cls(regex.pattern, regex.flags)
 
-    def try_compile(self) -> Pattern:
+    def try_compile(self) -> Pattern[Any]:
         return re.compile(self.pattern, self.flags)
 
     def __eq__(self, other: Any) -> bool:

@@ -67,14 +67,14 @@ class SON(dict[_Key, _Value]):
         """A list (PyMongo's SON returns a list, not a view)."""
         return list(dict.values(self))
 
-    def setdefault(self, key: _Key, default: _Value) -> _Value:  # type: ignore[override]
+    def setdefault(self, key: _Key, default: _Value) -> _Value:
         try:
             return self[key]
         except KeyError:
             self[key] = default
             return default
 
-    def pop(self, key: _Key, *args: _Value | _T) -> _Value | _T:  # type: ignore[override]
+    def pop(self, key: _Key, *args: _Value | _T) -> _Value | _T:
         if len(args) > 1:
             raise TypeError(f"pop expected at most 2 arguments, got {1 + len(args)}")
         try:
@@ -94,7 +94,7 @@ class SON(dict[_Key, _Value]):
             return key, value
         raise KeyError("container is empty")
 
-    def update(self, other: Any = None, **kwargs: _Value) -> None:  # type: ignore[override]
+    def update(self, other: Any = None, **kwargs: _Value) -> None:
         """Like ``dict.update``, but every pair goes through ``__setitem__`` (subclasses see them)."""
         if other is None:
             pass
@@ -125,16 +125,18 @@ class SON(dict[_Key, _Value]):
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def to_dict(self) -> dict[_Key, _Value]:
         """A plain ``dict`` copy, with nested mappings (in lists too) converted to dicts."""
-        return _plain(self)
+        plain: dict[_Key, _Value] = _plain(self)
+        return plain
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SON[_Key, _Value]:
         found = memo.get(id(self), _MISSING)
         if found is not _MISSING:
-            return found
+            copied: SON[_Key, _Value] = found
+            return copied
         out: SON[_Key, _Value] = SON()
         memo[id(self)] = out
         for key, value in self.items():
