@@ -10,7 +10,7 @@ before it encodes anything else.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from greenmongo.errors import DocumentTooLarge
 from greenmongo.wire.header import DEFAULT_MAX_MESSAGE_SIZE, HEADER_SIZE
@@ -31,7 +31,7 @@ class WireLimits:
     max_write_batch_size: int = DEFAULT_MAX_WRITE_BATCH_SIZE
 
     @classmethod
-    def from_hello(cls, hello: dict) -> "WireLimits":
+    def from_hello(cls, hello: Mapping[str, Any]) -> "WireLimits":
         return cls(
             max_bson_size=int(hello.get("maxBsonObjectSize", DEFAULT_MAX_BSON_SIZE)),
             max_message_size=int(hello.get("maxMessageSizeBytes", DEFAULT_MAX_MESSAGE_SIZE)),

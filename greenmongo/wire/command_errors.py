@@ -6,7 +6,7 @@ and tests can all use it without a connection.
 
 from __future__ import annotations
 
-from typing import Any, Container, Mapping, Optional
+from typing import Any, Container, Mapping, Optional, Union
 
 from greenmongo.errors import (
     CursorNotFound,
@@ -44,7 +44,7 @@ def check_command_reply(
     reply: Mapping[str, Any],
     *,
     max_wire_version: Optional[int] = None,
-    allowable_errors: Container = (),
+    allowable_errors: Container[Union[int, str]] = (),
     parse_write_concern_error: bool = False,
 ) -> None:
     """Raise for a failed command reply; return quietly for ``ok: 1``.

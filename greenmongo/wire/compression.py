@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Callable, Iterable, NamedTuple, Optional
+from typing import Any, Callable, Iterable, NamedTuple, Optional
 
 from greenmongo.errors import ProtocolError
 from greenmongo.wire.header import HEADER_SIZE, OP_COMPRESSED, pack_header, parse_header
@@ -39,7 +39,8 @@ def may_compress(command_name: str) -> bool:
     return command_name.lower() not in UNCOMPRESSIBLE_COMMANDS
 
 
-def _import_snappy():
+def _import_snappy() -> Any:
+    """python-snappy (no type information), or None when it is not installed."""
     try:
         import snappy
     except ImportError:
@@ -47,7 +48,8 @@ def _import_snappy():
     return snappy
 
 
-def _import_zstandard():
+def _import_zstandard() -> Any:
+    """zstandard, or None when it is not installed."""
     try:
         import zstandard
     except ImportError:

@@ -7,9 +7,10 @@ the first message to use OP_QUERY unless serverApi or loadBalanced is set.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple, Optional
 
 from greenmongo import bson
+from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.errors import ProtocolError
 from greenmongo.wire.header import HEADER_SIZE, OP_QUERY, pack_header
 
@@ -73,15 +74,16 @@ def unpack_op_reply(payload: bytes | bytearray | memoryview) -> OpReply:
     return OpReply(flags, cursor_id, starting_from, documents)
 
 
-def encode_command_query(request_id: int, command: Any, dbname: str = "admin") -> bytes:
+def encode_command_query(request_id: int, command: Mapping[str, Any], dbname: str = "admin") -> bytes:
     """A command sent the pre-3.6 way: an OP_QUERY on ``<db>.$cmd`` returning one document."""
     return pack_op_query(request_id, f"{dbname}.$cmd", bson.encode(command), number_to_return=-1)
 
 
-def decode_command_reply(reply: OpReply, codec_options: Any = None) -> dict[str, Any]:
+def decode_command_reply(reply: OpReply, codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
     """The single document of a command's OP_REPLY (a ``$err`` document becomes ``ok: 0``)."""
     if len(reply.documents) != 1:
         raise ProtocolError(f"a command OP_REPLY must hold one document, it holds {len(reply.documents)}")
+    document: dict[str, Any]
     try:
         if codec_options is None:
             document = bson.decode(reply.documents[0])

@@ -8,9 +8,10 @@ encoded BSON, so they can be checked against hand-built bytes; the
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
 from greenmongo import bson
+from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.errors import ProtocolError
 from greenmongo.wire.crc32c import crc32c
 from greenmongo.wire.header import HEADER_SIZE, OP_MSG, pack_header
@@ -198,10 +199,10 @@ def encode_command(
     command: Mapping[str, Any],
     dbname: str,
     *,
-    sequences: Optional[Mapping[str, Sequence[Mapping[str, Any]]]] = None,
+    sequences: Optional[Mapping[str, Sequence[Union[Mapping[str, Any], bytes]]]] = None,
     flags: int = 0,
     checksum: bool = False,
-    codec_options: Any = None,
+    codec_options: Optional[CodecOptions] = None,
 ) -> bytes:
     """Encode ``command`` (plus ``$db``) and optional document sequences as one OP_MSG.
 
@@ -213,18 +214,21 @@ def encode_command(
         return bson.encode(document, codec_options=codec_options)
 
     body = encode(command_with_db(command, dbname))
-    encoded_sequences = [(name, [doc if type(doc) is bytes else encode(doc) for doc in docs])
+    encoded_sequences = [(name, [doc if isinstance(doc, bytes) else encode(doc) for doc in docs])
                          for name, docs in (sequences or {}).items()]
     return pack_op_msg(request_id, body, encoded_sequences, flags=flags, checksum=checksum)
 
 
-def decode_reply(message: OpMsg, codec_options: Any = None) -> dict[str, Any]:
+def decode_reply(message: OpMsg, codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
     """The decoded kind-0 body of a reply; any reply document sequences are folded in as lists."""
     def decode(data: bytes) -> dict[str, Any]:
+        document: dict[str, Any]
         try:
             if codec_options is None:
-                return bson.decode(data)
-            return bson.decode(data, codec_options=codec_options)
+                document = bson.decode(data)
+            else:
+                document = bson.decode(data, codec_options=codec_options)
+            return document
         except Exception as exc:  # any failure to read server bytes is the server's protocol error
             raise ProtocolError(f"reply is not valid BSON: {exc}") from exc
 
