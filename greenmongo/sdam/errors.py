@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.errors import (
     AutoReconnect,
     ConnectionFailure,
@@ -97,7 +98,7 @@ def add_backpressure_labels(error: BaseException) -> None:
             add(label)
 
 
-def is_system_overloaded(error: Any) -> bool:
+def is_system_overloaded(error: Optional[BaseException]) -> bool:
     has = getattr(error, "has_error_label", None)
     return bool(has is not None and has(SYSTEM_OVERLOADED_ERROR))
 
@@ -115,8 +116,8 @@ class ApplicationError:
     max_wire_version: Optional[int] = None
     reply: Optional[Mapping[str, Any]] = None  # the command reply, for COMMAND
     is_auth_error: bool = False
-    service_id: Any = None
-    error: Any = None  # the exception, kept in the Unknown description
+    service_id: Optional[ObjectId] = None
+    error: Optional[BaseException] = None  # the exception, kept in the Unknown description
 
     @classmethod
     def from_exception(
@@ -128,7 +129,7 @@ class ApplicationError:
         completed_handshake: bool,
         max_wire_version: Optional[int] = None,
         is_auth_error: bool = False,
-        service_id: Any = None,
+        service_id: Optional[ObjectId] = None,
         reply: Optional[Mapping[str, Any]] = None,
     ) -> "ApplicationError":
         """Classify a greenmongo exception: NetworkTimeout, other ConnectionFailure, OperationFailure.
@@ -181,7 +182,7 @@ class ErrorDecision:
     ignored: bool = False  # stale (generation or topologyVersion) or not a topology-changing error
     unknown: Optional[ServerDescription] = None  # pass to plan_update, then clear the pool
     clear_pool: bool = False
-    service_id: Any = None  # clear only this serviceId's connections (load-balanced mode)
+    service_id: Optional[ObjectId] = None  # clear only this serviceId's connections (load-balanced mode)
     request_check: bool = False  # wake the server's monitor now (state-change errors)
     cancel_check: bool = False  # interrupt the monitor's in-progress check (network errors)
 

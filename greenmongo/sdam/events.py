@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, List
 
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.monitoring.topology import (
     ServerClosedEvent,
     ServerDescriptionChangedEvent,
@@ -21,7 +22,7 @@ from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.update import TopologyUpdate
 
 
-def opening_events(topology_id: Any, initial: TopologyDescription) -> List[Any]:
+def opening_events(topology_id: ObjectId, initial: TopologyDescription) -> List[Any]:
     """TopologyOpened, the change from "Unknown, no servers" to ``initial``, then ServerOpening per seed."""
     events: List[Any] = [
         TopologyOpenedEvent(topology_id),
@@ -31,7 +32,7 @@ def opening_events(topology_id: Any, initial: TopologyDescription) -> List[Any]:
     return events
 
 
-def update_events(topology_id: Any, update: TopologyUpdate) -> List[Any]:
+def update_events(topology_id: ObjectId, update: TopologyUpdate) -> List[Any]:
     """ServerDescriptionChanged (if the (=) fields differ), ServerOpening/Closed, TopologyDescriptionChanged."""
     if not update.applied:
         return []
@@ -46,7 +47,7 @@ def update_events(topology_id: Any, update: TopologyUpdate) -> List[Any]:
     return events
 
 
-def replacement_events(topology_id: Any, previous: TopologyDescription,
+def replacement_events(topology_id: ObjectId, previous: TopologyDescription,
                        new: TopologyDescription) -> List[Any]:
     """Events for a change not caused by one server's check (SRV rescan, reset): openings, closings, change."""
     events: List[Any] = [ServerOpeningEvent(a, topology_id) for a in new.addresses if a not in previous]
@@ -56,7 +57,7 @@ def replacement_events(topology_id: Any, previous: TopologyDescription,
     return events
 
 
-def closing_events(topology_id: Any, current: TopologyDescription) -> List[Any]:
+def closing_events(topology_id: ObjectId, current: TopologyDescription) -> List[Any]:
     """ServerClosed per server, the change to "Unknown, no servers", then TopologyClosed."""
     closed = current.closed()
     events: List[Any] = [ServerClosedEvent(address, topology_id) for address in current.addresses]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any, FrozenSet, Iterable, Mapping, Optional, Tuple
+from typing import Any, FrozenSet, Iterable, List, Mapping, Optional, Tuple
 
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.sdam.address import Address, format_address, parse_address
 from greenmongo.sdam.server_type import DATA_BEARING_TYPES, ServerType
 
@@ -64,7 +65,7 @@ def _server_type(reply: Mapping[str, Any]) -> ServerType:
 
 def _addresses(values: Optional[Iterable[str]]) -> Tuple[Address, ...]:
     """Parsed, lower-cased, de-duplicated, in reply order (the order new members are added in)."""
-    out: list = []
+    out: List[Address] = []
     for value in values or ():
         address = parse_address(value)
         if address not in out:
@@ -77,13 +78,12 @@ def _seconds_since_epoch(value: Any) -> Optional[float]:
     if value is None:
         return None
     if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.timezone.utc)
-        return (value - _EPOCH).total_seconds()
+        when = value if value.tzinfo is not None else value.replace(tzinfo=datetime.timezone.utc)
+        return (when - _EPOCH).total_seconds()
     return int(value) / 1000.0  # int milliseconds, or a DatetimeMS-like wrapper with __int__
 
 
-def _error_key(error: Any) -> Any:
+def _error_key(error: Optional[BaseException]) -> Optional[Tuple[str, str]]:
     if error is None:
         return None
     return type(error).__name__, str(error)
@@ -106,7 +106,7 @@ class ServerDescription:
         address: Address,
         hello: Optional[Mapping[str, Any]] = None,
         round_trip_time: Optional[float] = None,
-        error: Any = None,
+        error: Optional[BaseException] = None,
         min_round_trip_time: float = 0.0,
         last_update_time: Optional[float] = None,
     ) -> None:
@@ -165,7 +165,7 @@ class ServerDescription:
         sd._server_type = ServerType.LoadBalancer
         return sd
 
-    def to_unknown(self, error: Any = None) -> "ServerDescription":
+    def to_unknown(self, error: Optional[BaseException] = None) -> "ServerDescription":
         """A default Unknown description for this address that keeps the topologyVersion."""
         unknown = ServerDescription(self._address, error=error)
         unknown._topology_version = self._topology_version
@@ -216,7 +216,7 @@ class ServerDescription:
 
     def member_addresses(self) -> Tuple[Address, ...]:
         """hosts, passives then arbiters, in reply order: the order new members are added in."""
-        seen: list = []
+        seen: List[Address] = []
         for address in self._hosts + self._passives + self._arbiters:
             if address not in seen:
                 seen.append(address)
@@ -235,11 +235,11 @@ class ServerDescription:
         return self._set_version
 
     @property
-    def election_id(self) -> Any:
+    def election_id(self) -> Optional[ObjectId]:
         return self._election_id
 
     @property
-    def election_tuple(self) -> Tuple[Optional[int], Any]:
+    def election_tuple(self) -> Tuple[Optional[int], Optional[ObjectId]]:
         return self._set_version, self._election_id
 
     @property
@@ -302,11 +302,11 @@ class ServerDescription:
         return self._min_round_trip_time
 
     @property
-    def error(self) -> Any:
+    def error(self) -> Optional[BaseException]:
         return self._error
 
     @property
-    def service_id(self) -> Any:
+    def service_id(self) -> Optional[ObjectId]:
         return self._service_id
 
     @property
@@ -357,7 +357,7 @@ class ServerDescription:
 
     # -- equality ---------------------------------------------------------
 
-    def _equality_key(self) -> tuple:
+    def _equality_key(self) -> Tuple[Any, ...]:
         """The SDAM fields marked (=): equal keys publish no ServerDescriptionChangedEvent."""
         return (
             self._address, _error_key(self._error), self._server_type, self._min_wire_version,

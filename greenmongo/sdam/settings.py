@@ -11,7 +11,11 @@ from typing import Optional, Tuple
 
 from greenmongo.sdam.address import Address
 from greenmongo.sdam.topology_type import TopologyType
-from greenmongo.wire.versions import CLIENT_MAX_WIRE_VERSION, CLIENT_MIN_SERVER_VERSION, CLIENT_MIN_WIRE_VERSION  # noqa: F401
+from greenmongo.wire.versions import (  # re-exported: the SDAM core reads them from here
+    CLIENT_MAX_WIRE_VERSION as CLIENT_MAX_WIRE_VERSION,
+    CLIENT_MIN_SERVER_VERSION as CLIENT_MIN_SERVER_VERSION,
+    CLIENT_MIN_WIRE_VERSION as CLIENT_MIN_WIRE_VERSION,
+)
 
 #: Server Monitoring: the shortest allowed wait between checks of one server (not configurable).
 MIN_HEARTBEAT_FREQUENCY = 0.5

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.errors import ConfigurationError
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.server_description import ServerDescription
@@ -30,7 +31,7 @@ class TopologyDescription:
         server_descriptions: Mapping[Address, ServerDescription],
         replica_set_name: Optional[str],
         max_set_version: Optional[int],
-        max_election_id: Any,
+        max_election_id: Optional[ObjectId],
         topology_settings: TopologySettings,
     ) -> None:
         self._topology_type = topology_type
@@ -56,7 +57,7 @@ class TopologyDescription:
 
     def replace(self, **changes: Any) -> "TopologyDescription":
         """A new description with some of the constructor arguments changed."""
-        args = dict(
+        args: Dict[str, Any] = dict(
             topology_type=self._topology_type, server_descriptions=self._servers,
             replica_set_name=self._replica_set_name, max_set_version=self._max_set_version,
             max_election_id=self._max_election_id, topology_settings=self._settings,
@@ -95,7 +96,7 @@ class TopologyDescription:
         return self._max_set_version
 
     @property
-    def max_election_id(self) -> Any:
+    def max_election_id(self) -> Optional[ObjectId]:
         return self._max_election_id
 
     @property
