@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ServerMode, make_read_preference
@@ -11,7 +11,7 @@ from greenmongo.options.write_concern import WriteConcern
 
 def read_preference_from(options: Mapping[str, Any]) -> ServerMode:
     """``read_preference`` (an object) wins; else readPreference + readPreferenceTags + maxStalenessSeconds."""
-    explicit = options.get("read_preference")
+    explicit: Optional[ServerMode] = options.get("read_preference")  # validated: a ServerMode
     if explicit is not None:
         return explicit
     tag_sets = options.get("readPreferenceTags") or None

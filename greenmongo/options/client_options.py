@@ -361,7 +361,7 @@ class ClientOptions:
         return self._proxy
 
     @property
-    def event_listeners(self) -> tuple:
+    def event_listeners(self) -> tuple[Any, ...]:
         """The listeners ``monitoring.register()`` had added when this client was created, then the
         client's own ``event_listeners``."""
         return self._registered_listeners + tuple(self._get("event_listeners", ()))

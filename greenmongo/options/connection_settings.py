@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from greenmongo.errors import ConfigurationError
+from greenmongo.options.server_api import ServerApi
 
 DEFAULT_CONNECT_TIMEOUT = 20.0
 DEFAULT_PROXY_PORT = 1080
@@ -79,7 +80,7 @@ class ConnectionSettings:
     zlib_compression_level: int = -1
     appname: Optional[str] = None
     driver_info: Any = None
-    server_api: Any = None
+    server_api: Optional[ServerApi] = None
     load_balanced: bool = False
     #: Ask for CRC-32C on requests we send (replies carrying one are always accepted).
     send_checksums: bool = False
@@ -92,7 +93,7 @@ class ConnectionSettings:
                 f"zlibCompressionLevel must be between -1 and 9, not {self.zlib_compression_level}")
 
 
-def server_api_fields(server_api: Any) -> dict[str, Any]:
+def server_api_fields(server_api: Optional[ServerApi]) -> dict[str, Any]:
     """The command fields a declared server API adds (only those the user set)."""
     if server_api is None:
         return {}

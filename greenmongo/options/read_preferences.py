@@ -7,7 +7,7 @@ are immutable: accessors return fresh copies.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from greenmongo.errors import ConfigurationError
 
@@ -51,7 +51,7 @@ def _validate_max_staleness(max_staleness: Any) -> int:
     return max_staleness
 
 
-def _validate_hedge(hedge: Any) -> Optional[dict]:
+def _validate_hedge(hedge: Any) -> Optional[Dict[str, Any]]:
     if hedge is None:
         return None
     if not isinstance(hedge, Mapping):
@@ -126,7 +126,7 @@ class ServerMode:
             doc["hedge"] = dict(self._hedge)
         return doc
 
-    def _key(self) -> tuple:
+    def _key(self) -> Tuple[Any, ...]:
         return (self._mode, self._tag_sets or ((),), self._max_staleness,
                 tuple(sorted(self._hedge.items())) if self._hedge is not None else None)
 
@@ -149,7 +149,7 @@ class ServerMode:
         tag_sets = self.tag_sets if self._tag_sets is not None else None
         return f"{self.name}(tag_sets={tag_sets!r}, max_staleness={self._max_staleness!r}, hedge={self._hedge!r})"
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> Tuple[Any, ...]:
         if self._mode == _PRIMARY:
             return type(self), ()
         tag_sets = self.tag_sets if self._tag_sets is not None else None
@@ -230,7 +230,7 @@ def read_pref_mode_from_name(name: str) -> int:
             f"Invalid read preference {name!r}: must be one of {', '.join(MONGOS_MODES)}") from None
 
 
-def make_read_preference(mode: int, tag_sets: Optional[TagSets] = None, max_staleness: int = -1,
+def make_read_preference(mode: Union[int, str], tag_sets: Optional[TagSets] = None, max_staleness: int = -1,
                          hedge: Optional[Mapping[str, Any]] = None) -> ServerMode:
     """Build the read preference for ``mode`` (an int or a mode name)."""
     if isinstance(mode, str):
@@ -245,7 +245,8 @@ def make_read_preference(mode: int, tag_sets: Optional[TagSets] = None, max_stal
         if hedge is not None:
             raise ConfigurationError("Read preference primary cannot be combined with hedge")
         return Primary()
-    return _CLASSES[mode](tag_sets, max_staleness, hedge)
+    # Not Primary (handled above): the other four all take these three (mypy sees all five classes).
+    return _CLASSES[mode](tag_sets, max_staleness, hedge)  # type: ignore[call-arg]
 
 
 __all__ = [

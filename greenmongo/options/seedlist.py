@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Optional, Protocol, Sequence
+from typing import Callable, Iterable, Optional, Protocol, Sequence, TypeVar
 from urllib.parse import unquote
 
 from greenmongo.errors import ConfigurationError
 from greenmongo.options.validators import TXT_ALLOWED
 
 Address = tuple[str, int]
+_Host = TypeVar("_Host", bound=tuple[str, Optional[int]])  # SRV targets, or seeds whose port may be None
+_R = TypeVar("_R")
 
 
 class SrvResolver(Protocol):
@@ -104,14 +106,14 @@ def parse_txt_records(hostname: str, records: Sequence[str]) -> tuple[tuple[str,
     return tuple(pairs)
 
 
-def choose_hosts(hosts: Sequence[Address], srv_max_hosts: Optional[int],
-                 rng: Optional[random.Random] = None) -> list[Address]:
+def choose_hosts(hosts: Sequence[_Host], srv_max_hosts: Optional[int],
+                 rng: Optional[random.Random] = None) -> list[_Host]:
     """All hosts, or ``srv_max_hosts`` of them picked uniformly at random (Fisher-Yates)."""
-    hosts = list(hosts)
-    if not srv_max_hosts or srv_max_hosts >= len(hosts):
-        return hosts
-    (rng or random).shuffle(hosts)
-    return hosts[:srv_max_hosts]
+    chosen = list(hosts)
+    if not srv_max_hosts or srv_max_hosts >= len(chosen):
+        return chosen
+    (rng or random).shuffle(chosen)
+    return chosen[:srv_max_hosts]
 
 
 def discover(hostname: str, service_name: str, resolver: SrvResolver,
@@ -127,7 +129,7 @@ def discover(hostname: str, service_name: str, resolver: SrvResolver,
     return Seedlist(tuple(hosts), parse_txt_records(name, txt))
 
 
-def _call(method, name: str, timeout: Optional[float]) -> list:
+def _call(method: Callable[[str, Optional[float]], Iterable[_R]], name: str, timeout: Optional[float]) -> list[_R]:
     try:
         return list(method(name, timeout))
     except ConfigurationError:

@@ -286,7 +286,7 @@ def options_mapping(options: Mapping[str, Any]) -> OptionsMapping:
 
 # -- the whole thing ---------------------------------------------------------------
 
-class ParsedUri(dict):
+class ParsedUri(dict[str, Any]):
     """``parse_uri``'s result: a plain dict (PyMongo's keys) whose repr hides the password."""
 
     def __repr__(self) -> str:

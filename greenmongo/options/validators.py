@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar
 
 from greenmongo.bson.binary import UuidRepresentation
 from greenmongo.bson.datetime_ms import DatetimeConversion
@@ -71,7 +71,11 @@ class Boolean(Kind):
     def from_python(self, name: str, value: Any, warn: Warn) -> bool:
         if isinstance(value, bool):
             return value
-        return super().from_python(name, value, warn)
+        parsed: bool = super().from_python(name, value, warn)  # text, through from_text
+        return parsed
+
+
+_Number = TypeVar("_Number", int, float)
 
 
 class Integer(Kind):
@@ -95,7 +99,7 @@ class Integer(Kind):
             return f"an integer >= {self.minimum}"
         return "an integer"
 
-    def _check(self, name: str, value: Any) -> Any:
+    def _check(self, name: str, value: _Number) -> _Number:
         if value in self.also:
             return value
         if (self.minimum is not None and value < self.minimum) or (
@@ -322,7 +326,7 @@ def _optional_callable(name: str, value: Any) -> Any:
     raise InvalidOptionValue(f"{name} must be callable")
 
 
-def _listeners(name: str, value: Any) -> tuple:
+def _listeners(name: str, value: Any) -> tuple[Any, ...]:
     if value is None:
         return ()
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
@@ -401,7 +405,7 @@ class Option:
         self.name, self.kind, self.secret, self.repeated, self.uri = name, kind, secret, repeated, uri
 
 
-_MS = dict(number=True)
+_MS: dict[str, Any] = dict(number=True)
 
 MECHANISMS = ("DEFAULT", "GSSAPI", "MONGODB-X509", "MONGODB-AWS", "MONGODB-OIDC", "PLAIN",
               "SCRAM-SHA-1", "SCRAM-SHA-256")
