@@ -38,7 +38,7 @@ from greenmongo.options.read_preferences import ReadPreference, ServerMode
 from greenmongo.options.write_concern import DEFAULT_WRITE_CONCERN, WriteConcern
 
 
-def has_write_stage(pipeline: list) -> bool:
+def has_write_stage(pipeline: list[Mapping[str, Any]]) -> bool:
     """True when the last stage is ``$out`` or ``$merge``."""
     if not pipeline:
         return False
@@ -63,7 +63,7 @@ class AggregateOperation(Operation[CursorState]):
     name = "aggregate"
     supports_read_concern = True
 
-    def __init__(self, dbname: str, collection: Optional[str], pipeline: list, *,
+    def __init__(self, dbname: str, collection: Optional[str], pipeline: list[Mapping[str, Any]], *,
                  batch_size: Optional[int] = None, allow_disk_use: Optional[bool] = None,
                  bypass_document_validation: Optional[bool] = None, collation: Any = None,
                  max_time_ms: Optional[int] = None, max_await_time_ms: Optional[int] = None,

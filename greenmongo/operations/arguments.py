@@ -55,17 +55,17 @@ def validate_integer(name: str, value: Any) -> int:
 
 
 def validate_non_negative_integer(name: str, value: Any) -> int:
-    validate_integer(name, value)
-    if value < 0:
+    number = validate_integer(name, value)
+    if number < 0:
         raise ValueError(f"{name} must be >= 0")
-    return value
+    return number
 
 
 def validate_optional_non_negative_integer(name: str, value: Any) -> Optional[int]:
     return None if value is None else validate_non_negative_integer(name, value)
 
 
-def validate_list(name: str, value: Any) -> list:
+def validate_list(name: str, value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise TypeError(f"{name} must be a list, not {type(value).__name__}")
     return value
@@ -196,7 +196,7 @@ def validate_replacement(replacement: Any) -> None:
         raise ValueError("replacement can not include $ operators")
 
 
-def validate_array_filters(array_filters: Any) -> Optional[list]:
+def validate_array_filters(array_filters: Any) -> Optional[list[Any]]:
     if array_filters is None:
         return None
     if not isinstance(array_filters, list):

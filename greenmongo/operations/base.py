@@ -86,7 +86,7 @@ client bulk writes, cursors) hand out one ordinary Operation per command:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Iterable, Mapping, MutableMapping, Optional, Sequence, TypeVar
+from typing import Any, ClassVar, Generic, Iterable, Mapping, MutableMapping, Optional, Sequence, TypeVar, Union
 
 from greenmongo import bson
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
@@ -101,7 +101,15 @@ from greenmongo.wire.batching import (
 )
 from greenmongo.wire.command_errors import check_command_reply
 from greenmongo.wire.header import DEFAULT_MAX_MESSAGE_SIZE
-from greenmongo.wire.versions import WIRE_4_2, WIRE_4_4, WIRE_5_0, WIRE_6_0, WIRE_7_0, WIRE_8_0, WIRE_8_2  # noqa: F401
+from greenmongo.wire.versions import (  # re-exported: the operations compare against them
+    WIRE_4_2 as WIRE_4_2,
+    WIRE_4_4 as WIRE_4_4,
+    WIRE_5_0 as WIRE_5_0,
+    WIRE_6_0 as WIRE_6_0,
+    WIRE_7_0 as WIRE_7_0,
+    WIRE_8_0 as WIRE_8_0,
+    WIRE_8_2,
+)
 
 ResultT = TypeVar("ResultT")
 
@@ -333,7 +341,7 @@ class Operation(Generic[ResultT]):
     #: A timeoutMS puts a maxTimeMS on this command (False: a cursor's first command without a lifetime
     #: deadline - timeoutMode iteration, tailable cursors that do not await data).
     timeout_max_time_ms: bool = True
-    allowable_errors: tuple = ()
+    allowable_errors: tuple[Union[int, str], ...] = ()
     #: commitTransaction / abortTransaction: sent with the session's transaction number, retried once always.
     ends_transaction: bool = False
     #: Which of an explicit session's readConcern fields the command carries, whatever its own concern:

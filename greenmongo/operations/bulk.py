@@ -86,7 +86,7 @@ class _Run:
         return len(self.statements)
 
 
-class _LazySizes(abc.Sequence):
+class _LazySizes(abc.Sequence[int]):
     """Statement sizes for ``iter_batches``, encoding each statement the first time it is looked at."""
 
     def __init__(self, run: _Run, codec_options: CodecOptions) -> None:

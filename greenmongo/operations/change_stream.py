@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping, Optional
 
-from greenmongo.errors import ConnectionFailure, InvalidOperation, NotPrimaryError, OperationFailure
+from greenmongo.errors import ConnectionFailure, InvalidOperation, NotPrimaryError, OperationFailure, PyMongoError
 from greenmongo.operations.aggregate import AggregateOperation
 from greenmongo.operations.base import WireInfo
 from greenmongo.operations.cursor_state import CursorState
@@ -84,7 +84,7 @@ def is_resumable_error(error: BaseException, max_wire_version: Optional[int]) ->
     own_wire_version = getattr(error, "_max_wire_version", None)
     wire_version = own_wire_version if own_wire_version is not None else max_wire_version
     if wire_version is None or wire_version >= WIRE_4_4:
-        return error.has_error_label(RESUMABLE_LABEL)  # type: ignore[attr-defined]
+        return isinstance(error, PyMongoError) and error.has_error_label(RESUMABLE_LABEL)
     return code in RESUMABLE_CODES_BEFORE_4_4
 
 
@@ -184,13 +184,13 @@ class ResumePoint:
 class ChangeStreamAggregateOperation(AggregateOperation):
     """The aggregate that opens (or re-opens) a change stream; records what the reply says in ``point``."""
 
-    def __init__(self, point: ResumePoint, dbname: str, collection: Optional[str], pipeline: list,
+    def __init__(self, point: ResumePoint, dbname: str, collection: Optional[str], pipeline: list[Mapping[str, Any]],
                  **options: Any) -> None:
         self.point = point
         self.user_pipeline = list(pipeline)
         super().__init__(dbname, collection, self._pipeline(WIRE_4_4), **options)
 
-    def _pipeline(self, max_wire_version: int) -> list:
+    def _pipeline(self, max_wire_version: int) -> list[Mapping[str, Any]]:
         return [{"$changeStream": self.point.stage(max_wire_version)}, *self.user_pipeline]
 
     def build(self, wire: WireInfo) -> Any:

@@ -33,9 +33,9 @@ NAMESPACE_NOT_FOUND = 26
 
 
 def count_pipeline(filter: Mapping[str, Any], skip: Optional[int] = None,
-                   limit: Optional[int] = None) -> list[dict[str, Any]]:
+                   limit: Optional[int] = None) -> list[Mapping[str, Any]]:
     """The CRUD spec's countDocuments pipeline."""
-    pipeline: list[dict[str, Any]] = [{"$match": filter}]
+    pipeline: list[Mapping[str, Any]] = [{"$match": filter}]
     if skip:
         pipeline.append({"$skip": skip})
     if limit:
@@ -99,7 +99,7 @@ class EstimatedDocumentCountOperation(Operation[int]):
         return int(reply.get("n", 0))
 
 
-class DistinctOperation(Operation[list]):
+class DistinctOperation(Operation[list[Any]]):
     """``distinct``: the distinct values of ``key`` among documents matching ``filter``."""
 
     name = "distinct"
@@ -145,7 +145,7 @@ class DistinctOperation(Operation[list]):
         raw_data_field(body, self.raw_data, wire)
         return Command(self.dbname, body)
 
-    def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> list:
+    def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> list[Any]:
         if reply is None:
             raise ValueError("distinct is always acknowledged")
         self.check_reply(reply, wire)

@@ -30,7 +30,7 @@ class CursorState:
                  "comment", "tailable", "await_data", "exhaust", "codec_options", "retrieved", "first_batch",
                  "post_batch_resume_token", "at_cluster_time", "session", "_dead", "_no_more")
 
-    def __init__(self, cursor_id: int, namespace: str, *, address: Any = None, first_batch: Optional[list] = None,
+    def __init__(self, cursor_id: int, namespace: str, *, address: Any = None, first_batch: Optional[list[Any]] = None,
                  limit: int = 0, batch_size: int = 0, get_more_max_time_ms: Optional[int] = None,
                  comment: Any = None, tailable: bool = False, await_data: bool = False, exhaust: bool = False,
                  codec_options: CodecOptions = DEFAULT_CODEC_OPTIONS,
@@ -68,11 +68,11 @@ class CursorState:
                    at_cluster_time=cursor.get("atClusterTime"), **options)
 
     @classmethod
-    def closed(cls, namespace: str, documents: Optional[list] = None, **options: Any) -> "CursorState":
+    def closed(cls, namespace: str, documents: Optional[list[Any]] = None, **options: Any) -> "CursorState":
         """A cursor that exists only on the client (a fake cursor over a fixed list)."""
         return cls(0, namespace, first_batch=documents or [], **options)
 
-    def _take(self, documents: list) -> list:
+    def _take(self, documents: list[Any]) -> list[Any]:
         """Count a batch in, cutting it at the limit (the server enforces it too; this is the backstop)."""
         if self.limit:
             room = max(self.limit - self.retrieved, 0)
@@ -148,7 +148,7 @@ class CursorState:
             return None
         return self.close()
 
-    def record_get_more(self, reply: Mapping[str, Any]) -> list:
+    def record_get_more(self, reply: Mapping[str, Any]) -> list[Any]:
         cursor = reply.get("cursor") or {}
         self.cursor_id = int(cursor.get("id", 0) or 0)
         if cursor.get("ns"):
@@ -162,7 +162,7 @@ class CursorState:
                 f"limit={self.limit}, alive={self.alive})")
 
 
-class GetMoreOperation(Operation[list]):
+class GetMoreOperation(Operation[list[Any]]):
     """The next batch of a cursor; ``parse`` returns it and updates the state."""
 
     name = "getMore"
@@ -195,7 +195,7 @@ class GetMoreOperation(Operation[list]):
             body["comment"] = state.comment
         return Command(self.dbname, body, exhaust_allowed=state.exhaust)
 
-    def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> list:
+    def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> list[Any]:
         if reply is None:
             raise ValueError("getMore is always acknowledged")
         self.check_reply(reply, wire)

@@ -139,8 +139,9 @@ class FindSpec:
 
     def copy(self) -> "FindSpec":
         """A copy whose mutable option values are copies too (a cloned Cursor's)."""
-        return replace(self, **{name: copy.copy(value) for name, value in self.__dict__.items()
-                                if isinstance(value, (dict, list))})
+        changes: dict[str, Any] = {name: copy.copy(value) for name, value in self.__dict__.items()
+                                   if isinstance(value, (dict, list))}
+        return replace(self, **changes)
 
 
 class FindOperation(Operation[CursorState]):
@@ -200,10 +201,11 @@ class FindOperation(Operation[CursorState]):
 
     def _filter_fields(self) -> dict[str, Any]:
         """The filter, unwrapping a legacy ``$query`` document into find fields."""
-        if "$query" not in self.spec.filter:
-            return {"filter": self.spec.filter}
+        spec_filter: Mapping[str, Any] = self.spec.filter if self.spec.filter is not None else {}
+        if "$query" not in spec_filter:
+            return {"filter": spec_filter}
         fields: dict[str, Any] = {}
-        for key, value in self.spec.filter.items():
+        for key, value in spec_filter.items():
             if key in ("$explain", "$readPreference"):
                 continue
             fields[_MODIFIERS.get(key, key)] = value
@@ -281,7 +283,7 @@ class ExplainOperation(Operation[Mapping[str, Any]]):
     retryable = True
     supports_read_concern = True
 
-    def __init__(self, inner: Operation, verbosity: Optional[str] = None, max_time_ms: Optional[int] = None,
+    def __init__(self, inner: Operation[Any], verbosity: Optional[str] = None, max_time_ms: Optional[int] = None,
                  comment: Any = None) -> None:
         super().__init__(inner.dbname, read_preference=inner.read_preference, codec_options=inner.codec_options)
         validate_optional_non_negative_integer("max_time_ms", max_time_ms)

@@ -59,7 +59,7 @@ class FindAndModifyOperation(Operation[Optional[Mapping[str, Any]]]):
 
     def __init__(self, dbname: str, collection: str, filter: Mapping[str, Any], kind: str, *,
                  update: Any = None, projection: Any = None, sort: Any = None, upsert: Optional[bool] = None,
-                 return_document: bool = ReturnDocument.BEFORE, array_filters: Optional[list] = None,
+                 return_document: bool = ReturnDocument.BEFORE, array_filters: Optional[list[Mapping[str, Any]]] = None,
                  hint: Any = None, collation: Any = None, let: Optional[Mapping[str, Any]] = None,
                  comment: Any = None, bypass_document_validation: Optional[bool] = None,
                  max_time_ms: Optional[int] = None, write_concern: Optional[WriteConcern] = None,

@@ -45,7 +45,7 @@ def ensure_id(document: Any) -> Any:
 
 
 def update_statement(filter: Any, update: Any, *, multi: bool, upsert: Optional[bool], collation: Any,
-                     array_filters: Optional[list], hint: Any, sort: Any) -> dict[str, Any]:
+                     array_filters: Optional[list[Mapping[str, Any]]], hint: Any, sort: Any) -> dict[str, Any]:
     """One entry of an ``update`` command's ``updates``; options that are None are left out."""
     statement: dict[str, Any] = {"q": filter, "u": update, "multi": multi}
     if upsert is not None:
@@ -86,10 +86,11 @@ class _WriteModel:
     """Shared plumbing: the kind of statement, its namespace, equality and repr."""
 
     __slots__ = ("_namespace",)
+    _namespace: Optional[str]
     kind = ""
     multi = False
 
-    def _fields(self) -> tuple:
+    def _fields(self) -> tuple[Any, ...]:
         raise NotImplementedError
 
     @property
@@ -125,7 +126,7 @@ class _WriteModel:
 
     def __eq__(self, other: object) -> bool:
         if type(other) is type(self):
-            return self._fields() == other._fields()  # type: ignore[attr-defined]
+            return self._fields() == other._fields()
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
@@ -153,7 +154,7 @@ class InsertOne(_WriteModel):
     def document(self) -> Any:
         return self._doc
 
-    def _fields(self) -> tuple:
+    def _fields(self) -> tuple[Any, ...]:
         return (self._doc,) if self._namespace is None else (self._doc, self._namespace)
 
     def _validate(self) -> None:
@@ -185,7 +186,7 @@ class _DeleteModel(_WriteModel):
         self._hint = hint_value(hint)
         self._namespace = _validate_namespace(namespace)
 
-    def _fields(self) -> tuple:
+    def _fields(self) -> tuple[Any, ...]:
         fields = (self._filter, self._collation, self._hint)
         return fields if self._namespace is None else fields + (self._namespace,)
 
@@ -220,7 +221,7 @@ class _UpdateModel(_WriteModel):
     is_replacement = False
 
     def __init__(self, filter: Mapping[str, Any], update: Any, upsert: Optional[bool] = None,
-                 collation: Any = None, array_filters: Optional[list] = None, hint: Any = None,
+                 collation: Any = None, array_filters: Optional[list[Mapping[str, Any]]] = None, hint: Any = None,
                  namespace: Optional[str] = None, sort: Any = None) -> None:
         if filter is not None:
             validate_is_mapping("filter", filter)
@@ -235,8 +236,9 @@ class _UpdateModel(_WriteModel):
         self._sort = sort_document(sort)
         self._namespace = _validate_namespace(namespace)
 
-    def _fields(self) -> tuple:
-        fields: tuple = (self._filter, self._doc, self._upsert, self._collation, self._array_filters, self._hint)
+    def _fields(self) -> tuple[Any, ...]:
+        fields: tuple[Any, ...] = (self._filter, self._doc, self._upsert, self._collation, self._array_filters,
+                                   self._hint)
         if self._sort is not None:
             fields += (self._sort,)
         return fields if self._namespace is None else fields + (self._namespace,)
@@ -281,7 +283,7 @@ class UpdateMany(_UpdateModel):
     multi = True
 
     def __init__(self, filter: Mapping[str, Any], update: Any, upsert: Optional[bool] = None,
-                 collation: Any = None, array_filters: Optional[list] = None, hint: Any = None,
+                 collation: Any = None, array_filters: Optional[list[Mapping[str, Any]]] = None, hint: Any = None,
                  namespace: Optional[str] = None) -> None:
         super().__init__(filter, update, upsert, collation, array_filters, hint, namespace)
 
@@ -298,8 +300,8 @@ class ReplaceOne(_UpdateModel):
                  sort: Any = None) -> None:
         super().__init__(filter, replacement, upsert, collation, None, hint, namespace, sort)
 
-    def _fields(self) -> tuple:
-        fields: tuple = (self._filter, self._doc, self._upsert, self._collation, self._hint)
+    def _fields(self) -> tuple[Any, ...]:
+        fields: tuple[Any, ...] = (self._filter, self._doc, self._upsert, self._collation, self._hint)
         if self._sort is not None:
             fields += (self._sort,)
         return fields if self._namespace is None else fields + (self._namespace,)

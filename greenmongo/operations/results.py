@@ -98,12 +98,14 @@ class UpdateResult(_WriteResult):
         raw = self.__raw_result or {}
         if not self.__in_client_bulk and "upserted" in raw:
             return 0
-        return raw.get("n", 0)
+        matched: int = raw.get("n", 0)
+        return matched
 
     @property
     def modified_count(self) -> int:
         self._raise_if_unacknowledged("modified_count")
-        return (self.__raw_result or {}).get("nModified", 0)
+        modified: int = (self.__raw_result or {}).get("nModified", 0)
+        return modified
 
     @property
     def upserted_id(self) -> Any:
@@ -140,7 +142,8 @@ class DeleteResult(_WriteResult):
     @property
     def deleted_count(self) -> int:
         self._raise_if_unacknowledged("deleted_count")
-        return (self.__raw_result or {}).get("n", 0)
+        deleted: int = (self.__raw_result or {}).get("n", 0)
+        return deleted
 
 
 class _BulkWriteResultBase(_WriteResult):
@@ -160,7 +163,8 @@ class _BulkWriteResultBase(_WriteResult):
 
     def _count(self, property_name: str, key: str) -> int:
         self._raise_if_unacknowledged(property_name)
-        return self.__bulk_api_result.get(key, 0)
+        count: int = self.__bulk_api_result.get(key, 0)
+        return count
 
     @property
     def inserted_count(self) -> int:
@@ -228,7 +232,8 @@ class ClientBulkWriteResult(_BulkWriteResultBase):
         if not self.__has_verbose_results:
             raise InvalidOperation(f"A value for {property_name} is not available when the results are not "
                                    "set to be verbose. Check the verbose_results attribute to avoid this error.")
-        return self.bulk_api_result.get(key, {})
+        results: dict[int, Any] = self.bulk_api_result.get(key, {})
+        return results
 
     @property
     def insert_results(self) -> dict[int, InsertOneResult]:

@@ -7,7 +7,7 @@ executor's session, cluster-time and ``$readPreference`` fields join it.
 
 from __future__ import annotations
 
-from typing import Any, Container, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.errors import InvalidOperation
@@ -45,13 +45,13 @@ class RunCommandOperation(Operation[Mapping[str, Any]]):
 
     def __init__(self, dbname: str, command: Mapping[str, Any], *, read_preference: Optional[ServerMode] = None,
                  codec_options: Optional[CodecOptions] = None, check: bool = True,
-                 allowable_errors: Optional[Container] = None) -> None:
+                 allowable_errors: Optional[Iterable[Union[int, str]]] = None) -> None:
         super().__init__(dbname, read_preference=read_preference, codec_options=codec_options)
         self.command = dict(command)
         if not self.command:
             raise ValueError("command must not be empty")
         self.check = check
-        self.allowable_errors = tuple(allowable_errors or ())  # type: ignore[assignment]
+        self.allowable_errors = tuple(allowable_errors or ())
 
     @property
     def name(self) -> str:  # type: ignore[override]

@@ -157,7 +157,7 @@ class UpdateOperation(WriteCommandOperation):
 
     def __init__(self, dbname: str, collection: str, filter: Mapping[str, Any], update: Any, *,
                  multi: bool = False, replacement: bool = False, upsert: Optional[bool] = None,
-                 collation: Any = None, array_filters: Optional[list] = None, hint: Any = None,
+                 collation: Any = None, array_filters: Optional[list[Mapping[str, Any]]] = None, hint: Any = None,
                  sort: Any = None, **options: Any) -> None:
         validate_is_mapping("filter", filter)
         if replacement:
