@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Callable, Deque, List, Optional, Set, Tuple
 
 import gevent
 
 from greenmongo.hub.worker import BackgroundWorker
 from greenmongo.logs.pool import CONNECTION_LOGGER
-from greenmongo.pool.model import PoolState
-
-if TYPE_CHECKING:
-    from greenmongo.pool.core import Pool
+from greenmongo.pool.model import PooledConnection, PoolOptions, PoolState
+from greenmongo.sdam.address import Address
 
 _DEFAULT_MAINTENANCE_INTERVAL = 10.0  # seconds between idle sweeps / minPoolSize retries
 
@@ -35,7 +33,7 @@ class MaintenanceWorker(BackgroundWorker):
 
     stop_reason = "pool closed"
 
-    def __init__(self, pool: "Pool", interval: Optional[float]) -> None:
+    def __init__(self, pool: "BackgroundMaintenance", interval: Optional[float]) -> None:
         super().__init__()
         self._pool_ref = weakref.ref(pool)
         self._interval = interval
@@ -58,6 +56,31 @@ class MaintenanceWorker(BackgroundWorker):
 class BackgroundMaintenance:
     """Mixin of :class:`greenmongo.pool.core.Pool`: the background half of the pool."""
 
+    # Provided by Pool (core.py) and PoolEvents (events.py).
+    address: Address
+    opts: PoolOptions
+    _state: str
+    _min_pool_size: int
+    _max_pool_size: int
+    _max_connecting: int
+    _max_idle: Optional[float]
+    _total: int
+    _pending: int
+    _pending_for_pool: int
+    _populating_enabled: bool
+    _available: Deque[PooledConnection]
+    _populators: Set[gevent.Greenlet]
+    _populators_starting: Set[gevent.Greenlet]
+    _on_populate_error: Optional[Callable[[BaseException], None]]
+    _perished_reason: Callable[[PooledConnection], Optional[str]]
+    _forget: Callable[[PooledConnection], None]
+    _close_perished: Callable[[List[Tuple[PooledConnection, str]]], None]
+    _new_record: Callable[[], PooledConnection]
+    _establish: Callable[[PooledConnection, Optional[Callable[[BaseException], None]]], Any]
+    _keep_or_close: Callable[[PooledConnection], Optional[str]]
+    _dispatch_slots: Callable[[], None]
+    _event_ready: Callable[[PooledConnection], None]
+    _event_closed: Callable[[int, str], None]
 
     _background: Optional[MaintenanceWorker]
 
@@ -100,9 +123,9 @@ class BackgroundMaintenance:
 
         Does what is possible now and returns; it never waits for a slot.
         """
-        perished = []
+        perished: List[Tuple[PooledConnection, str]] = []
         if self._available:
-            keep = deque()
+            keep: Deque[PooledConnection] = deque()
             for record in self._available:
                 reason = self._perished_reason(record)
                 if reason is None:

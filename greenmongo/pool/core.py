@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from time import monotonic
-from typing import Any, Callable, Dict, Iterable, Optional
+from typing import Any, Callable, Deque, Dict, Generic, Iterable, List, Optional, Set, Tuple
 
 import gevent
 
@@ -21,8 +21,10 @@ from greenmongo.monitoring.pool import ConnectionClosedReason as _Closed
 from greenmongo.monitoring.pool import _PoolEventPublisher
 from greenmongo.pool.background import BackgroundMaintenance, MaintenanceWorker
 from greenmongo.pool.events import PoolEvents
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.pool.model import (
     ConnectionFactory,
+    ConnT,
     PoolClosedError,
     PooledConnection,
     PoolOptions,
@@ -32,6 +34,7 @@ from greenmongo.pool.model import (
     close_quietly,
 )
 from greenmongo.pool.waitqueue import FAILED, GONE, HANDED_CONNECTION, HANDED_SLOT, WAITING, WaitQueueEntry
+from greenmongo.sdam.address import Address
 
 SLOT_RESERVED: Any = object()  # what a checkout holds when it must establish a connection itself
 
@@ -52,13 +55,15 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class Pool(PoolEvents, BackgroundMaintenance):
-    """A CMAP connection pool for one server address. Starts paused; ``ready()`` opens it."""
+class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
+    """A CMAP connection pool for one server address. Starts paused; ``ready()`` opens it.
+
+    Generic in the connection type its factory makes (``check_out`` returns one)."""
 
     def __init__(
         self,
-        address: Any,
-        factory: ConnectionFactory,
+        address: Address,
+        factory: ConnectionFactory[ConnT],
         options: Optional[PoolOptions] = None,
         event_listeners: Optional[Iterable[Any]] = None,
         on_populate_error: Optional[Callable[[BaseException], None]] = None,
@@ -84,14 +89,14 @@ class Pool(PoolEvents, BackgroundMaintenance):
 
         self._state = PoolState.PAUSED
         self._generation = 0
-        self._service_generations: Dict[Any, list] = {}  # service_id -> [generation, connections]
+        self._service_generations: Dict[ObjectId, List[int]] = {}  # service_id -> [generation, connections]
         self._next_id = 1
         self._total = 0  # pending + available + in use (and handed to a waiter)
         self._pending = 0  # being established (slots reserved included)
         self._pending_for_pool = 0  # of which by the background: each will serve a waiter
-        self._available: deque = deque()  # PooledConnection, most recently used on the right
+        self._available: Deque[PooledConnection] = deque()  # most recently used on the right
         self._in_use: Dict[int, PooledConnection] = {}  # id(conn) -> record
-        self._waiters: deque = deque()
+        self._waiters: Deque[WaitQueueEntry] = deque()
         self._establishing: Dict[PooledConnection, Interruptible] = {}  # record -> its establishment
         self._clear_cause: Optional[BaseException] = None
         self._pinned = {"cursor": 0, "transaction": 0}
@@ -100,8 +105,8 @@ class Pool(PoolEvents, BackgroundMaintenance):
         # Background maintenance: created on the first ready().
         self._populating_enabled = False
         self._background: Optional[MaintenanceWorker] = None
-        self._populators: set = set()  # greenlets establishing for minPoolSize
-        self._populators_starting: set = set()  # spawned, not yet counted as pending
+        self._populators: Set[gevent.Greenlet] = set()  # greenlets establishing for minPoolSize
+        self._populators_starting: Set[gevent.Greenlet] = set()  # spawned, not yet counted as pending
 
         if self._publish:
             self._out(self._publisher.pool_created, opts.non_default_options)
@@ -129,21 +134,21 @@ class Pool(PoolEvents, BackgroundMaintenance):
                          establishing=len(self._establishing),
                          populators=len(self._populators) + len(self._populators_starting))
 
-    def describe(self, conn: Any) -> PooledConnection:
+    def describe(self, conn: ConnT) -> PooledConnection:
         """The pool's record of a checked-out connection (id, generation, service_id, pinned)."""
         record = self._in_use.get(id(conn))
         if record is None or record.conn is not conn:
             raise InvalidOperation("connection is not checked out from this pool")
         return record
 
-    def stale(self, generation: int, service_id: Any = None) -> bool:
+    def stale(self, generation: int, service_id: Optional[ObjectId] = None) -> bool:
         """True if a connection of ``generation`` (for ``service_id``) predates a clear."""
         if self._load_balanced and service_id is not None:
             entry = self._service_generations.get(service_id)
             return entry is not None and generation != entry[0]
         return generation != self._generation
 
-    def mark_pinned(self, conn: Any, kind: Optional[str]) -> None:
+    def mark_pinned(self, conn: ConnT, kind: Optional[str]) -> None:
         """Record that a cursor or transaction owns ``conn`` (load-balanced mode), or no longer does."""
         record = self.describe(conn)
         if record.pinned:
@@ -152,11 +157,11 @@ class Pool(PoolEvents, BackgroundMaintenance):
         if kind:
             self._pinned[kind] = self._pinned.get(kind, 0) + 1
 
-    def checkout(self, deadline: Optional[float] = None) -> "_Checkout":
+    def checkout(self, deadline: Optional[float] = None) -> "_Checkout[ConnT]":
         """``with pool.checkout() as conn:`` -- checks the connection back in however the block ends."""
         return _Checkout(self, deadline)
 
-    def check_out(self, deadline: Optional[float] = None) -> Any:
+    def check_out(self, deadline: Optional[float] = None) -> ConnT:
         """A ready connection, in wait-queue order.
 
         ``deadline`` (``time.monotonic()`` based: what an operation's timeoutMS leaves for selection and
@@ -178,9 +183,10 @@ class Pool(PoolEvents, BackgroundMaintenance):
             except BaseException:
                 self.check_in(record.conn)
                 raise
-        return record.conn
+        conn: ConnT = record.conn
+        return conn
 
-    def check_in(self, conn: Any) -> None:
+    def check_in(self, conn: ConnT) -> None:
         """Return a checked-out connection; closes it if perished or if the pool is closed."""
         record = self._in_use.pop(id(conn), None)
         if record is None:
@@ -214,7 +220,7 @@ class Pool(PoolEvents, BackgroundMaintenance):
             self._dispatch_slots()
             self._wake_maintenance()
 
-    def clear(self, interrupt_in_use_connections: bool = False, service_id: Any = None,
+    def clear(self, interrupt_in_use_connections: bool = False, service_id: Optional[ObjectId] = None,
               cause: Optional[BaseException] = None) -> None:
         """Mark every current connection stale; pause the pool and fail its waiters.
 
@@ -233,9 +239,9 @@ class Pool(PoolEvents, BackgroundMaintenance):
                 for entry in self._service_generations.values():
                     entry[0] += 1
             else:
-                entry = self._service_generations.get(service_id)
-                if entry is not None:
-                    entry[0] += 1
+                found = self._service_generations.get(service_id)
+                if found is not None:
+                    found[0] += 1
         else:
             self._generation += 1
             announce = self._state != PoolState.PAUSED
@@ -284,11 +290,12 @@ class Pool(PoolEvents, BackgroundMaintenance):
     # -- checkout internals -------------------------------------------------------
 
     def _acquire(self, deadline: Optional[float], started: float, instrumented: bool) -> PooledConnection:
+        got: Any = None  # a record, SLOT_RESERVED, or None
         while True:
             if self._state != PoolState.READY:
                 raise self._fail_checkout_not_ready(started)
-            got: Any = None
-            perished: list = []
+            got = None
+            perished: List[Tuple[PooledConnection, str]] = []
             if not self._waiters:
                 # Fast path: nobody queued ahead of us, so we may take without waiting.
                 available = self._available
@@ -320,7 +327,8 @@ class Pool(PoolEvents, BackgroundMaintenance):
             got = self._wait(deadline, started)
         if got is SLOT_RESERVED:
             return self._establish_for_checkout(started, deadline)
-        return got
+        checked_out: PooledConnection = got
+        return checked_out
 
     def _wait(self, deadline: Optional[float], started: float) -> Any:
         """Queue up; returns a record (already in use) or SLOT_RESERVED. Kill-safe at the one switch."""
@@ -344,7 +352,7 @@ class Pool(PoolEvents, BackgroundMaintenance):
             raise self._fail_checkout(_Failed.TIMEOUT, started, WaitQueueTimeoutError(self._timeout_message()))
         if entry.outcome == FAILED:
             entry.outcome = GONE
-            raise self._fail_checkout(entry.reason, started, entry.value)
+            raise self._fail_checkout(entry.reason or _Failed.CONN_ERROR, started, entry.value)
         if self._state != PoolState.READY:
             # Served, then the pool was cleared or closed before we ran: give it back.
             self._abandon(entry)
@@ -449,7 +457,7 @@ class Pool(PoolEvents, BackgroundMaintenance):
                 finally:
                     self._event_closed_quietly(record.id, _Closed.ERROR, failure)
 
-    def _adopt_service(self, record: PooledConnection, service_id: Any) -> None:
+    def _adopt_service(self, record: PooledConnection, service_id: Optional[ObjectId]) -> None:
         if service_id is None:
             return  # a server that sent no serviceId: tracked by the pool-wide generation
         record.service_id = service_id
@@ -553,7 +561,7 @@ class Pool(PoolEvents, BackgroundMaintenance):
             entry.value = make_error()
             entry.wake()
 
-    def _interrupt(self, old_generation: int, service_id: Any) -> None:
+    def _interrupt(self, old_generation: int, service_id: Optional[ObjectId]) -> None:
         def targeted(record: PooledConnection) -> bool:
             if self._load_balanced and service_id is not None:
                 return record.service_id == service_id
@@ -601,17 +609,17 @@ class Pool(PoolEvents, BackgroundMaintenance):
         return message
 
 
-class _Checkout:
+class _Checkout(Generic[ConnT]):
     """The context manager behind ``Pool.checkout()``."""
 
     __slots__ = ("_pool", "_deadline", "_conn")
 
-    def __init__(self, pool: Pool, deadline: Optional[float]) -> None:
+    def __init__(self, pool: Pool[ConnT], deadline: Optional[float]) -> None:
         self._pool = pool
         self._deadline = deadline
-        self._conn: Any = None
+        self._conn: Optional[ConnT] = None
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> ConnT:
         self._conn = self._pool.check_out(self._deadline)
         return self._conn
 

@@ -10,7 +10,7 @@ which case it is queued behind it and the emitter goes on.
 from __future__ import annotations
 
 from time import monotonic
-from typing import Any, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from gevent.timeout import Timeout
 
@@ -27,6 +27,8 @@ class PoolEvents:
     _out: Any  # OrderedPublisher.publish: listener and log calls go through it, in order
     _log: Any
     _state: str
+    _closed_error: Callable[[], BaseException]
+    _cleared_error: Callable[[], BaseException]
 
     def _fail_checkout_not_ready(self, started: float) -> BaseException:
         if self._state == PoolState.CLOSED:
@@ -103,7 +105,7 @@ class PoolEvents:
         except Exception:
             pass
 
-    def _close_perished(self, perished: list) -> None:
+    def _close_perished(self, perished: List[Tuple[PooledConnection, str]]) -> None:
         for record, _ in perished:
             close_quietly(record.conn)
         for record, reason in perished:

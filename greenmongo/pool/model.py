@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from time import monotonic
-from typing import Any, Callable, Dict, Optional, Protocol
+from typing import Any, Callable, Dict, Optional, Protocol, TypeVar
 
-from greenmongo.errors import ConfigurationError, PoolClosedError  # noqa: F401  (re-exported by greenmongo.pool)
+from greenmongo.bson.objectid import ObjectId
+from greenmongo.errors import ConfigurationError
+from greenmongo.errors import PoolClosedError as PoolClosedError  # re-exported by greenmongo.pool
 
 
 class PoolableConnection(Protocol):
@@ -22,7 +24,9 @@ class PoolableConnection(Protocol):
     # service_id: Optional[ObjectId]
 
 
-ConnectionFactory = Callable[..., PoolableConnection]
+ConnT = TypeVar("ConnT", bound=PoolableConnection)
+
+ConnectionFactory = Callable[..., ConnT]
 """``factory(connection_id[, deadline])`` connects, handshakes and authenticates; it may switch and may be
 killed. A checkout under an operation's timeoutMS passes its monotonic ``deadline``; background
 population calls it with the id alone."""
@@ -103,7 +107,7 @@ class PooledConnection:
         self.conn: Any = None
         self.id = connection_id
         self.generation = generation
-        self.service_id: Any = None
+        self.service_id: Optional[ObjectId] = None
         self.created_at = monotonic()
         self.last_used = self.created_at
         self.pinned: Optional[str] = None  # "cursor" / "transaction" (load-balanced mode)
