@@ -136,7 +136,7 @@ class _CursorBase(Generic[DocumentT]):
         """An implicit session goes back to the pool once the server cursor is gone (no I/O)."""
         state = self._state
         session = state.session if state is not None else None
-        if session is not None:
+        if state is not None and session is not None:
             state.session = None
             if session.implicit:
                 session.end()

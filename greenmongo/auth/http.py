@@ -84,7 +84,7 @@ def _exchange(address: tuple[str, int], settings: ConnectionSettings, request: b
     try:
         stream = open_stream(address, settings)
         stream.sendall(request)
-        chunks = []
+        chunks: list[bytes] = []
         size = 0
         while True:
             chunk = stream.recv(65536)

@@ -196,7 +196,8 @@ def authenticate(conn: Any, credentials: Any, handshake: Optional[HandshakeAuth]
             raise ConfigurationError(f"{mechanism} requires a username")
         if credentials.password is None:
             raise ConfigurationError(f"{mechanism} requires a password")
-        _authenticate_scram(conn, credentials, mechanism, handshake.scram if speculative_reply else None,
+        _authenticate_scram(conn, credentials, mechanism,
+                            handshake.scram if speculative_reply and handshake is not None else None,
                             speculative_reply)
     elif mechanism == "PLAIN":
         authenticate_plain(conn, credentials)

@@ -144,7 +144,8 @@ class Executor:
             if operation.ends_transaction:
                 if operation.name == "commitTransaction":
                     label_commit_error(exc)
-                if has_error_label(exc, UNKNOWN_COMMIT_RESULT) or has_error_label(exc, TRANSIENT_TRANSACTION_ERROR):
+                if session is not None and (has_error_label(exc, UNKNOWN_COMMIT_RESULT)
+                                            or has_error_label(exc, TRANSIENT_TRANSACTION_ERROR)):
                     session.transaction.unpin()
             raise
 
@@ -351,7 +352,7 @@ class Executor:
         self._observe(reply, session)
         return operation.parse(reply, wire)
 
-    def _session_fields(self, fields: ExecutionFields, session: Any, operation: Operation, command: Any,
+    def _session_fields(self, fields: ExecutionFields, session: SessionState, operation: Operation, command: Any,
                         server: Any, server_description: Any, holder: "_SessionHolder") -> None:
         """lsid, and the transaction / retryable-write / causal-consistency fields of the session."""
         fields.lsid = session.lsid_for_command()

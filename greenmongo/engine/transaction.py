@@ -16,6 +16,7 @@ from greenmongo.errors import (
     ConnectionFailure,
     InvalidOperation,
     OperationFailure,
+    PyMongoError,
     WriteConcernError,
 )
 from greenmongo.options.read_concern import ReadConcern
@@ -219,7 +220,7 @@ def label_commit_error(error: BaseException) -> None:
     unknown = isinstance(error, ConnectionFailure) or (isinstance(error, OperationFailure) and (
         error.has_error_label("RetryableWriteError") or error.code == MAX_TIME_MS_EXPIRED
         or (isinstance(error, WriteConcernError) and error.code not in _INVALID_WRITE_CONCERN_CODES)))
-    if unknown:
+    if unknown and isinstance(error, PyMongoError):  # always one when unknown
         error._remove_error_label(TRANSIENT_TRANSACTION_ERROR)
         error._add_error_label(UNKNOWN_COMMIT_RESULT)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime
 import io
-from typing import Any, Iterable, NoReturn, Optional
+from typing import Any, Iterable, Literal, NoReturn, Optional, cast
 
 from greenmongo.bson.objectid import ObjectId
 from greenmongo.errors import BulkWriteError, ConfigurationError, DuplicateKeyError, FileExists
@@ -146,7 +146,7 @@ class GridIn:
     def upload_date(self) -> datetime.datetime:
         """When the upload completed (UTC); only known once closed."""
         self._require_closed("upload_date")
-        return self._fields.get("uploadDate")
+        return cast(datetime.datetime, self._fields.get("uploadDate"))  # set by close()
 
     @property
     def md5(self) -> Optional[str]:
@@ -328,7 +328,7 @@ class GridIn:
     def __enter__(self) -> "GridIn":
         return self
 
-    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> Literal[False]:
         """Close on success; on an error just stop (no I/O while an error or kill is in flight)."""
         if exc_type is None:
             self.close()

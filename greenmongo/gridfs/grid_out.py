@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 import io
 import os
-from typing import Any, Iterator, Mapping, NoReturn, Optional
+from typing import Any, Iterator, Mapping, NoReturn, Optional, cast
 
 from greenmongo.cursor import Cursor
 from greenmongo.errors import CorruptGridFile, CursorNotFound, NoFile
@@ -106,6 +106,7 @@ class _ChunkReader:
 def _file_property(field: str, doc: str) -> property:
     def get(self: "GridOut") -> Any:
         self.open()
+        assert self._file is not None
         return self._file.get(field)
 
     return property(get, doc=doc + "\n\nRead-only.")
@@ -166,6 +167,7 @@ class GridOut(io.IOBase):
         if self._file is None and self._file_id is not None:
             return self._file_id
         self.open()
+        assert self._file is not None
         return self._file["_id"]
 
     filename = _file_property("filename", "The file's name (None for legacy files without one).")
@@ -179,7 +181,9 @@ class GridOut(io.IOBase):
     def upload_date(self) -> datetime.datetime:
         """When the upload completed."""
         self.open()
-        return self._file.get("uploadDate")
+        assert self._file is not None
+        # PyMongo's annotation; a legacy files document without the field gives None.
+        return cast(datetime.datetime, self._file.get("uploadDate"))
 
     @property
     def length(self) -> int:
@@ -349,7 +353,7 @@ class GridOut(io.IOBase):
     def __enter__(self) -> "GridOut":
         return self
 
-    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> Any:  # io.IOBase's says None: PyMongo's Any
         if exc_type is not None and not issubclass(exc_type, Exception):
             self._close_without_io()  # a kill or timeout: do not block again
         else:

@@ -37,7 +37,7 @@ def validate_chunk_size(chunk_size: Any) -> int:
 def _stored_integer(document: Mapping[str, Any], field: str, default: Optional[int] = None) -> int:
     """A numeric field of a stored document as an int, whatever numeric BSON type wrote it."""
     value = document.get(field, default)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != int(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, numbers.Integral)) or value != int(value):
         raise CorruptGridFile(f"files document field {field!r} is not a whole number: {value!r}")
     return int(value)
 

@@ -163,5 +163,6 @@ class Interruptible:
 
     def _deliver(self, glet: Any, make_error: Callable[[], BaseException]) -> None:
         # Runs in the hub: the target is suspended, so this check cannot race with it.
-        if self.active and self.greenlet is glet and not glet.dead:
-            glet.throw(make_error())
+        target = self.greenlet
+        if self.active and target is not None and target is glet and not target.dead:
+            target.throw(make_error())

@@ -10,7 +10,7 @@ whatever interrupts us (kill-safe).
 from __future__ import annotations
 
 import socket as _socket
-from typing import Any, Optional, Union
+from typing import Any, List, Optional, Tuple, Union
 
 import gevent
 from gevent import socket as gsocket
@@ -21,6 +21,7 @@ from greenmongo.net import ocsp
 from greenmongo.net.socks5 import socks5_handshake
 from greenmongo.net.tls import TlsSocket, build_context, wrap_socket
 from greenmongo.options.connection_settings import ConnectionSettings
+from greenmongo.sdam.address import Address
 
 _SETTINGS: Any = object()
 
@@ -28,20 +29,22 @@ _SETTINGS: Any = object()
 ATTEMPT_DELAY = 0.25
 
 Stream = Union[_socket.socket, TlsSocket]
+#: One ``getaddrinfo`` result: (family, type, proto, canonname, sockaddr).
+_AddrInfo = Tuple[int, int, int, str, Tuple[Any, ...]]
 
 
 def is_unix_socket(host: str) -> bool:
     return host.endswith(".sock")
 
 
-def _interleave_families(infos: list) -> list:
+def _interleave_families(infos: List[_AddrInfo]) -> List[_AddrInfo]:
     """Alternate address families, keeping the resolver's order within each."""
     if not infos:
         return []
     first = infos[0][0]
     preferred = [info for info in infos if info[0] == first]
     others = [info for info in infos if info[0] != first]
-    ordered = []
+    ordered: List[_AddrInfo] = []
     for index in range(max(len(preferred), len(others))):
         ordered.extend(group[index] for group in (preferred, others) if index < len(group))
     return ordered
@@ -136,7 +139,7 @@ def _describe_timeout(connect_timeout: Optional[float], settings: ConnectionSett
 
 
 def open_stream(
-    address: tuple[str, int],
+    address: Address,
     settings: ConnectionSettings,
     *,
     ocsp_cache: ocsp.OcspCache = ocsp.DEFAULT_CACHE,
@@ -156,7 +159,7 @@ def open_stream(
     ok = False
     try:
         try:
-            if is_unix_socket(host):
+            if is_unix_socket(host) or port is None:  # only a Unix socket path has no port (parse_address)
                 sock = create_unix_socket(host, connect_timeout)
             elif settings.proxy is not None:
                 proxy = settings.proxy

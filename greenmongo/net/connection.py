@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import socket as _socket
 import time
-from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Mapping, NamedTuple, NoReturn, Optional, Sequence, Union
 
 from greenmongo.bson.raw import RawBSONDocument
 from greenmongo.errors import (
@@ -27,6 +27,7 @@ from greenmongo.errors import (
 )
 from greenmongo.net.tls import TlsSocket
 from greenmongo.options.connection_settings import ConnectionSettings, server_api_fields
+from greenmongo.sdam.address import Address
 from greenmongo.wire import legacy, op_msg
 from greenmongo.wire.batching import DEFAULT_MAX_BSON_SIZE, DEFAULT_MAX_WRITE_BATCH_SIZE, WireLimits
 from greenmongo.wire.command_errors import check_command_reply
@@ -78,7 +79,7 @@ class Connection:
     def __init__(
         self,
         stream: Any,
-        address: tuple[str, int],
+        address: Address,
         settings: Optional[ConnectionSettings] = None,
         *,
         conn_id: Optional[int] = None,
@@ -275,10 +276,6 @@ class Connection:
 
     # -- raw messages -------------------------------------------------------------
 
-    def send_message(self, message: bytes, *, timeout: Any = _UNSET) -> None:
-        """Send one complete message (a monitor or a test may build its own)."""
-        self._round_trip(message, 0, timeout, expect_reply=False)
-
     def receive_message(self, response_to: Optional[int], *, timeout: Any = _UNSET) -> Reply:
         """Read one reply whose responseTo must equal ``response_to`` (None: any)."""
         self._enter()
@@ -347,7 +344,7 @@ class Connection:
             self._stream.settimeout(value)
             self._stream_timeout = value
 
-    def _fail(self, exc: BaseException) -> None:
+    def _fail(self, exc: BaseException) -> NoReturn:
         """Close after anything that may have desynchronised the stream, then raise the right error."""
         if isinstance(exc, _socket.timeout):
             self.close("timeout")
@@ -406,10 +403,10 @@ class Connection:
         return out
 
     def _receive(self, expected_response_to: Optional[int]) -> Reply:
-        raw_header = self._read_exactly(HEADER_SIZE, message_start=True)
+        raw_header: Union[bytes, bytearray] = self._read_exactly(HEADER_SIZE, message_start=True)
         header = validate_reply_header(parse_header(raw_header), max_message_size=self.max_message_size,
                                        expected_response_to=expected_response_to or None)
-        payload = self._read_exactly(header.body_length)
+        payload: Union[bytes, bytearray] = self._read_exactly(header.body_length)
         opcode = header.opcode
         compressor_id = None
         if opcode == OP_COMPRESSED:

@@ -18,7 +18,7 @@ import ipaddress
 import socket as _stdlib_socket
 import struct
 import time
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import dns.exception
 import dns.flags
@@ -142,7 +142,8 @@ class DnsResolver:
 
     # -- the protocol ------------------------------------------------------------
 
-    def query(self, name: str, rdtype: int, timeout: Optional[float] = None) -> Optional[list]:
+    def query(self, name: str, rdtype: dns.rdatatype.RdataType,
+              timeout: Optional[float] = None) -> Optional[list[Any]]:
         """The rdatas of ``rdtype`` at ``name`` ([] for no data), or None when the name does not exist."""
         try:
             qname = dns.name.from_text(name)  # absolute: search domains never apply
@@ -172,7 +173,7 @@ class DnsResolver:
                 rcode = response.rcode()
                 if rcode == dns.rcode.NXDOMAIN:
                     return None
-                answers = []
+                answers: list[Any] = []
                 for rrset in response.answer:
                     if rrset.rdtype == rdtype and rrset.name == qname:
                         answers.extend(rrset)
@@ -183,7 +184,7 @@ class DnsResolver:
         reason = "; ".join(dict.fromkeys(problems)) or "the lookup timed out"
         raise ConfigurationError(f"DNS query for {dns.rdatatype.to_text(rdtype)} {name!r} failed: {reason}")
 
-    def _ask(self, server: tuple[str, int], qname: dns.name.Name, rdtype: int,
+    def _ask(self, server: tuple[str, int], qname: dns.name.Name, rdtype: dns.rdatatype.RdataType,
              timeout: float) -> dns.message.Message:
         query = dns.message.make_query(qname, rdtype, use_edns=0, payload=EDNS_PAYLOAD)
         response = self._udp(server, query, timeout)

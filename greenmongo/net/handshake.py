@@ -19,6 +19,7 @@ from greenmongo.net.connect import open_stream
 from greenmongo.net.connection import Connection
 from greenmongo.net.metadata import client_metadata
 from greenmongo.options.connection_settings import ConnectionSettings, server_api_fields
+from greenmongo.sdam.address import Address
 from greenmongo.wire.batching import DEFAULT_MAX_BSON_SIZE, DEFAULT_MAX_WRITE_BATCH_SIZE
 from greenmongo.wire.compression import get_compressor, negotiate
 from greenmongo.wire.header import DEFAULT_MAX_MESSAGE_SIZE
@@ -104,6 +105,7 @@ def perform_handshake(
     try:
         conn.supports_op_msg = via_op_msg
         reply = conn.command("admin", command, apply_server_api=False)
+        assert reply is not None  # an acknowledged command always has a reply
         apply_hello(conn, reply, via_op_msg=via_op_msg)
         if authenticator is not None:
             authenticator.authenticate(conn, reply)
@@ -115,7 +117,7 @@ def perform_handshake(
 
 
 def open_connection(
-    address: tuple[str, int],
+    address: Address,
     settings: Optional[ConnectionSettings] = None,
     *,
     authenticator: Optional[Authenticator] = None,

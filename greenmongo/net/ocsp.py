@@ -166,6 +166,7 @@ def _signer(response: ocsp.OCSPResponse, issuer: x509.Certificate, now: datetime
             continue
         if not _issued_by(delegate, issuer):
             raise InvalidOcspResponse("the OCSP responder certificate is not issued by the server's issuer")
+        usage: Iterable[x509.ObjectIdentifier]
         try:
             usage = delegate.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
         except x509.ExtensionNotFound:

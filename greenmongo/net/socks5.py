@@ -87,7 +87,7 @@ def socks5_handshake(
     version, method = _recv_exactly(sock, 2)
     if version != VERSION:
         raise AutoReconnect(f"SOCKS5 proxy answered with protocol version {version}")
-    if method == METHOD_USERNAME_PASSWORD and with_password:
+    if method == METHOD_USERNAME_PASSWORD and username and password:  # with_password
         sock.sendall(password_request(username, password))
         _auth_version, status = _recv_exactly(sock, 2)
         if status != 0:

@@ -122,6 +122,7 @@ def _load_crl(context: SSL.Context, path: str) -> None:
     except ValueError:
         crl = x509.load_der_x509_crl(data)
     store = context.get_cert_store()
+    assert store is not None  # every SSL context has a certificate store
     store.add_crl(crl)
     store.set_flags(crypto.X509StoreFlags.CRL_CHECK)
 

@@ -611,6 +611,7 @@ class Topology:
             from greenmongo.net.dns import default_resolver
 
             resolver = default_resolver()
+        assert self._srv_host is not None  # started only for a mongodb+srv URI
         poller = SrvPoller(self, self._srv_host, resolver, service_name=self._srv_service_name,
                            heartbeat_frequency=self._settings.heartbeat_frequency,
                            dns_timeout=self._connection_settings.connect_timeout,
@@ -623,7 +624,7 @@ class _AnyMember:
     """The read preference under a bare selector function: any readable member (nearest)."""
 
     mode = 4
-    tag_sets = ({},)
+    tag_sets: Tuple[Dict[str, str], ...] = ({},)
     max_staleness = -1
 
     def __repr__(self) -> str:
