@@ -108,7 +108,7 @@ class Collection(BaseObject, Watchable):
     def __init__(self, database: "Database", name: str, create: Optional[bool] = False,
                  codec_options: Optional[CodecOptions] = None, read_preference: Optional[ServerMode] = None,
                  write_concern: Optional[WriteConcern] = None, read_concern: Optional[ReadConcern] = None,
-                 session: Any = None, *, timeout_ms: Optional[int] = None, **kwargs: Any) -> None:
+                 session: Optional[ClientSession] = None, *, timeout_ms: Optional[int] = None, **kwargs: Any) -> None:
         check_options(codec_options, read_preference, write_concern, read_concern)
         self._database = database
         self._client = database.client
@@ -169,15 +169,15 @@ class Collection(BaseObject, Watchable):
         return self._copy(f"{self._name}.{name}", self._codec_options, self._read_preference, self._write_concern,
                           self._read_concern, self._timeout)
 
-    def _run(self, operation: Any, session: Any = None) -> Any:
+    def _run(self, operation: Any, session: Optional[ClientSession] = None) -> Any:
         state = session_state(session, self._core)
         return self._core.execute(operation, session=state, deadline=self._deadline(state))
 
-    def _run_bulk(self, bulk: BulkWrite, session: Any) -> None:
+    def _run_bulk(self, bulk: BulkWrite, session: Optional[ClientSession]) -> None:
         state = session_state(session, self._core)
         self._core.execute_batches(bulk, state, deadline=self._deadline(state))
 
-    def _write_concern_for(self, session: Any) -> WriteConcern:
+    def _write_concern_for(self, session: Optional[ClientSession]) -> WriteConcern:
         """Inside a transaction statements are acknowledged; the transaction's concern is the commit's."""
         state = session_state(session, self._core)
         if state is not None and state.in_transaction:
@@ -186,7 +186,8 @@ class Collection(BaseObject, Watchable):
 
     # -- inserts ---------------------------------------------------------------------------------
 
-    def insert_one(self, document: Any, bypass_document_validation: Optional[bool] = None, session: Any = None,
+    def insert_one(self, document: Any, bypass_document_validation: Optional[bool] = None,
+                   session: Optional[ClientSession] = None,
                    comment: Any = None) -> InsertOneResult:
         """Insert one document; an ``_id`` is added to it when it has none."""
         operation = InsertOneOperation(self._database.name, self._name, document,
@@ -196,7 +197,7 @@ class Collection(BaseObject, Watchable):
         return self._run(operation, session)
 
     def insert_many(self, documents: Iterable[Any], ordered: bool = True,
-                    bypass_document_validation: Optional[bool] = None, session: Any = None,
+                    bypass_document_validation: Optional[bool] = None, session: Optional[ClientSession] = None,
                     comment: Any = None) -> InsertManyResult:
         """Insert documents in as few batches as the server's limits allow."""
         bulk = BulkWrite.for_insert_many(self._database.name, self._name, documents, ordered=ordered,
@@ -207,7 +208,8 @@ class Collection(BaseObject, Watchable):
         return bulk.insert_many_result()
 
     def bulk_write(self, requests: Sequence[Any], ordered: bool = True,
-                   bypass_document_validation: Optional[bool] = None, session: Any = None, comment: Any = None,
+                   bypass_document_validation: Optional[bool] = None, session: Optional[ClientSession] = None,
+                   comment: Any = None,
                    let: Optional[Mapping[str, Any]] = None) -> BulkWriteResult:
         """InsertOne/UpdateOne/UpdateMany/ReplaceOne/DeleteOne/DeleteMany in batches.
 
@@ -229,7 +231,8 @@ class Collection(BaseObject, Watchable):
 
     def _update(self, filter: Mapping[str, Any], update: Any, *, multi: bool, replacement: bool, upsert: bool,
                 bypass_document_validation: Optional[bool], collation: Any, array_filters: Any, hint: Any,
-                session: Any, let: Optional[Mapping[str, Any]], sort: Any, comment: Any) -> UpdateResult:
+                session: Optional[ClientSession], let: Optional[Mapping[str, Any]], sort: Any,
+                comment: Any) -> UpdateResult:
         _check_unacknowledged(self._write_concern_for(session), collation, array_filters)
         operation = UpdateOperation(
             self._database.name, self._name, filter, update, multi=multi, replacement=replacement,
@@ -240,7 +243,7 @@ class Collection(BaseObject, Watchable):
 
     def replace_one(self, filter: Mapping[str, Any], replacement: Mapping[str, Any], upsert: bool = False,
                     bypass_document_validation: Optional[bool] = None, collation: Any = None, hint: Any = None,
-                    session: Any = None, let: Optional[Mapping[str, Any]] = None, sort: Any = None,
+                    session: Optional[ClientSession] = None, let: Optional[Mapping[str, Any]] = None, sort: Any = None,
                     comment: Any = None) -> UpdateResult:
         return self._update(filter, replacement, multi=False, replacement=True, upsert=upsert,
                             bypass_document_validation=bypass_document_validation, collation=collation,
@@ -249,7 +252,7 @@ class Collection(BaseObject, Watchable):
     def update_one(self, filter: Mapping[str, Any], update: Any, upsert: bool = False,
                    bypass_document_validation: Optional[bool] = None, collation: Any = None,
                    array_filters: Optional[Sequence[Mapping[str, Any]]] = None, hint: Any = None,
-                   session: Any = None, let: Optional[Mapping[str, Any]] = None, sort: Any = None,
+                   session: Optional[ClientSession] = None, let: Optional[Mapping[str, Any]] = None, sort: Any = None,
                    comment: Any = None) -> UpdateResult:
         return self._update(filter, update, multi=False, replacement=False, upsert=upsert,
                             bypass_document_validation=bypass_document_validation, collation=collation,
@@ -259,14 +262,15 @@ class Collection(BaseObject, Watchable):
     def update_many(self, filter: Mapping[str, Any], update: Any, upsert: bool = False,
                     array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
                     bypass_document_validation: Optional[bool] = None, collation: Any = None, hint: Any = None,
-                    session: Any = None, let: Optional[Mapping[str, Any]] = None,
+                    session: Optional[ClientSession] = None, let: Optional[Mapping[str, Any]] = None,
                     comment: Any = None) -> UpdateResult:
         return self._update(filter, update, multi=True, replacement=False, upsert=upsert,
                             bypass_document_validation=bypass_document_validation, collation=collation,
                             array_filters=array_filters, hint=hint, session=session, let=let, sort=None,
                             comment=comment)
 
-    def _delete(self, filter: Mapping[str, Any], *, multi: bool, collation: Any, hint: Any, session: Any,
+    def _delete(self, filter: Mapping[str, Any], *, multi: bool, collation: Any, hint: Any,
+                session: Optional[ClientSession],
                 let: Optional[Mapping[str, Any]], comment: Any) -> DeleteResult:
         _check_unacknowledged(self._write_concern_for(session), collation)
         operation = DeleteOperation(self._database.name, self._name, filter, multi=multi, collation=collation,
@@ -274,12 +278,14 @@ class Collection(BaseObject, Watchable):
                                     codec_options=self._codec_options)
         return self._run(operation, session)
 
-    def delete_one(self, filter: Mapping[str, Any], collation: Any = None, hint: Any = None, session: Any = None,
+    def delete_one(self, filter: Mapping[str, Any], collation: Any = None, hint: Any = None,
+                   session: Optional[ClientSession] = None,
                    let: Optional[Mapping[str, Any]] = None, comment: Any = None) -> DeleteResult:
         return self._delete(filter, multi=False, collation=collation, hint=hint, session=session, let=let,
                             comment=comment)
 
-    def delete_many(self, filter: Mapping[str, Any], collation: Any = None, hint: Any = None, session: Any = None,
+    def delete_many(self, filter: Mapping[str, Any], collation: Any = None, hint: Any = None,
+                    session: Optional[ClientSession] = None,
                     let: Optional[Mapping[str, Any]] = None, comment: Any = None) -> DeleteResult:
         return self._delete(filter, multi=True, collation=collation, hint=hint, session=session, let=let,
                             comment=comment)
@@ -324,7 +330,7 @@ class Collection(BaseObject, Watchable):
 
     def _find_and_modify(self, filter: Mapping[str, Any], kind: str, update: Any, projection: Any, sort: Any,
                          upsert: Optional[bool], return_document: bool, array_filters: Any, hint: Any,
-                         session: Any, let: Optional[Mapping[str, Any]], comment: Any,
+                         session: Optional[ClientSession], let: Optional[Mapping[str, Any]], comment: Any,
                          kwargs: dict[str, Any]) -> Any:
         validate_is_mapping("filter", filter)
         if not isinstance(return_document, bool):
@@ -339,7 +345,8 @@ class Collection(BaseObject, Watchable):
         return self._run(operation, session)
 
     def find_one_and_delete(self, filter: Mapping[str, Any], projection: Any = None, sort: Any = None,
-                            hint: Any = None, session: Any = None, let: Optional[Mapping[str, Any]] = None,
+                            hint: Any = None, session: Optional[ClientSession] = None, let: Optional[Mapping[str,
+                            Any]] = None,
                             comment: Any = None, **kwargs: Any) -> Any:
         """Delete one document and return it (None if nothing matched)."""
         return self._find_and_modify(filter, DELETE, None, projection, sort, None, ReturnDocument.BEFORE, None,
@@ -347,7 +354,8 @@ class Collection(BaseObject, Watchable):
 
     def find_one_and_replace(self, filter: Mapping[str, Any], replacement: Mapping[str, Any], projection: Any = None,
                              sort: Any = None, upsert: bool = False, return_document: bool = ReturnDocument.BEFORE,
-                             hint: Any = None, session: Any = None, let: Optional[Mapping[str, Any]] = None,
+                             hint: Any = None, session: Optional[ClientSession] = None, let: Optional[Mapping[str,
+                             Any]] = None,
                              comment: Any = None, **kwargs: Any) -> Any:
         """Replace one document; return it as it was (or as it is, with ``ReturnDocument.AFTER``)."""
         return self._find_and_modify(filter, REPLACE, replacement, projection, sort, _upsert_field(upsert),
@@ -356,7 +364,8 @@ class Collection(BaseObject, Watchable):
     def find_one_and_update(self, filter: Mapping[str, Any], update: Any, projection: Any = None, sort: Any = None,
                             upsert: bool = False, return_document: bool = ReturnDocument.BEFORE,
                             array_filters: Optional[Sequence[Mapping[str, Any]]] = None, hint: Any = None,
-                            session: Any = None, let: Optional[Mapping[str, Any]] = None, comment: Any = None,
+                            session: Optional[ClientSession] = None, let: Optional[Mapping[str, Any]] = None,
+                            comment: Any = None,
                             **kwargs: Any) -> Any:
         """Update one document; return it as it was (or as it is, with ``ReturnDocument.AFTER``)."""
         return self._find_and_modify(filter, UPDATE, update, projection, sort, _upsert_field(upsert),
@@ -364,7 +373,7 @@ class Collection(BaseObject, Watchable):
 
     # -- counting --------------------------------------------------------------------------------
 
-    def count_documents(self, filter: Mapping[str, Any], session: Any = None, comment: Any = None,
+    def count_documents(self, filter: Mapping[str, Any], session: Optional[ClientSession] = None, comment: Any = None,
                         **kwargs: Any) -> int:
         """The exact number of matching documents (an aggregate); options: skip, limit, hint,
         collation, maxTimeMS."""
@@ -389,7 +398,7 @@ class Collection(BaseObject, Watchable):
             codec_options=self._codec_options)
         return self._run(operation)
 
-    def distinct(self, key: str, filter: Optional[Mapping[str, Any]] = None, session: Any = None,
+    def distinct(self, key: str, filter: Optional[Mapping[str, Any]] = None, session: Optional[ClientSession] = None,
                  comment: Any = None, hint: Any = None, **kwargs: Any) -> list:
         """The distinct values of ``key`` among matching documents; options: collation, maxTimeMS."""
         operation = DistinctOperation(
@@ -400,7 +409,8 @@ class Collection(BaseObject, Watchable):
 
     # -- aggregation -----------------------------------------------------------------------------
 
-    def aggregate(self, pipeline: list, session: Any = None, let: Optional[Mapping[str, Any]] = None,
+    def aggregate(self, pipeline: list, session: Optional[ClientSession] = None, let: Optional[Mapping[str,
+                  Any]] = None,
                   comment: Any = None, **kwargs: Any) -> CommandCursor:
         """Run a pipeline; options are the command's, camelCase (allowDiskUse, batchSize, maxTimeMS,
         maxAwaitTimeMS, collation, hint, bypassDocumentValidation). ``$out``/``$merge`` pipelines
@@ -411,7 +421,7 @@ class Collection(BaseObject, Watchable):
         return open_command_cursor(self, operation, session, timeout_mode=timeout_mode, writes=operation.is_write,
                                    max_await_time_ms=operation.max_await_time_ms)
 
-    def aggregate_raw_batches(self, pipeline: list, session: Any = None, comment: Any = None,
+    def aggregate_raw_batches(self, pipeline: list, session: Optional[ClientSession] = None, comment: Any = None,
                               **kwargs: Any) -> RawBatchCommandCursor:
         """Like ``aggregate`` but each iteration yields one batch as concatenated BSON bytes."""
         timeout_mode = kwargs.pop("timeout_mode", None)
@@ -426,7 +436,8 @@ class Collection(BaseObject, Watchable):
 
     # -- indexes ---------------------------------------------------------------------------------
 
-    def create_indexes(self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None,
+    def create_indexes(self, indexes: Sequence[IndexModel], session: Optional[ClientSession] = None,
+                       comment: Any = None,
                        **kwargs: Any) -> list[str]:
         """Create several indexes in one command; returns their names. Options: maxTimeMS, commitQuorum."""
         validate_list("indexes", list(indexes) if isinstance(indexes, tuple) else indexes)
@@ -436,7 +447,8 @@ class Collection(BaseObject, Watchable):
             extra=kwargs)
         return self._run(operation, session)
 
-    def create_index(self, keys: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> str:
+    def create_index(self, keys: Any, session: Optional[ClientSession] = None, comment: Any = None,
+                     **kwargs: Any) -> str:
         """Create one index from a key, a list of (key, direction) pairs or a mapping; returns its name.
 
         Index options (``name``, ``unique``, ``sparse``, ``expireAfterSeconds``,
@@ -447,7 +459,8 @@ class Collection(BaseObject, Watchable):
         return self.create_indexes([IndexModel(keys, **kwargs)], session=session, comment=comment,
                                    **command_options)[0]
 
-    def drop_index(self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+    def drop_index(self, index_or_name: Any, session: Optional[ClientSession] = None, comment: Any = None,
+                   **kwargs: Any) -> None:
         """Drop one index, by name or by the key list it was created with."""
         if index_or_name == "*":
             operation = DropIndexesOperation(self._database.name, self._name, drop_all=True, comment=comment,
@@ -461,24 +474,26 @@ class Collection(BaseObject, Watchable):
                                              write_concern=self._write_concern, extra=kwargs)
         self._run(operation, session)
 
-    def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+    def drop_indexes(self, session: Optional[ClientSession] = None, comment: Any = None, **kwargs: Any) -> None:
         """Drop every index but ``_id``'s."""
         self.drop_index("*", session=session, comment=comment, **kwargs)
 
-    def list_indexes(self, session: Any = None, comment: Any = None, *,
+    def list_indexes(self, session: Optional[ClientSession] = None, comment: Any = None, *,
                      timeout_mode: Optional[str] = None) -> CommandCursor:
         """A cursor over the index specifications (empty for a missing collection)."""
         operation = ListIndexesOperation(self._database.name, self._name, comment=comment,
                                          codec_options=self._codec_options.with_options(document_class=dict))
         return open_command_cursor(self, operation, session, timeout_mode=timeout_mode)
 
-    def index_information(self, session: Any = None, comment: Any = None) -> dict[str, dict[str, Any]]:
+    def index_information(self, session: Optional[ClientSession] = None, comment: Any = None) -> dict[str, dict[str,
+                          Any]]:
         """Index name -> specification, with ``key`` as a list of (key, direction) pairs."""
         return index_information(list(self.list_indexes(session=session, comment=comment)))
 
     # -- search indexes --------------------------------------------------------------------------
 
-    def list_search_indexes(self, name: Optional[str] = None, session: Any = None, comment: Any = None,
+    def list_search_indexes(self, name: Optional[str] = None, session: Optional[ClientSession] = None,
+                            comment: Any = None,
                             **kwargs: Any) -> CommandCursor:
         """Atlas Search indexes (all, or the one named); keywords are aggregate options."""
         if name is not None and not isinstance(name, str):
@@ -489,25 +504,28 @@ class Collection(BaseObject, Watchable):
             codec_options=self._codec_options, extra=kwargs)
         return open_command_cursor(self, operation, session)
 
-    def create_search_index(self, model: Union[Mapping[str, Any], SearchIndexModel], session: Any = None,
+    def create_search_index(self, model: Union[Mapping[str, Any], SearchIndexModel],
+                            session: Optional[ClientSession] = None,
                             comment: Any = None, **kwargs: Any) -> str:
         """Create one Atlas Search index; returns its name."""
         if isinstance(model, abc.Mapping):
             model = SearchIndexModel(**model)
         return self.create_search_indexes([model], session=session, comment=comment, **kwargs)[0]
 
-    def create_search_indexes(self, models: list[SearchIndexModel], session: Any = None, comment: Any = None,
+    def create_search_indexes(self, models: list[SearchIndexModel], session: Optional[ClientSession] = None,
+                              comment: Any = None,
                               **kwargs: Any) -> list[str]:
         """Create Atlas Search indexes; returns their names."""
         _no_extra_options("create_search_indexes", kwargs)
         operation = CreateSearchIndexesOperation(self._database.name, self._name, models, comment=comment)
         return self._run(operation, session)
 
-    def drop_search_index(self, name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+    def drop_search_index(self, name: str, session: Optional[ClientSession] = None, comment: Any = None,
+                          **kwargs: Any) -> None:
         _no_extra_options("drop_search_index", kwargs)
         self._run(DropSearchIndexOperation(self._database.name, self._name, name, comment=comment), session)
 
-    def update_search_index(self, name: str, definition: Mapping[str, Any], session: Any = None,
+    def update_search_index(self, name: str, definition: Mapping[str, Any], session: Optional[ClientSession] = None,
                             comment: Any = None, **kwargs: Any) -> None:
         _no_extra_options("update_search_index", kwargs)
         self._run(UpdateSearchIndexOperation(self._database.name, self._name, name, definition, comment=comment),
@@ -515,7 +533,8 @@ class Collection(BaseObject, Watchable):
 
     # -- administration --------------------------------------------------------------------------
 
-    def rename(self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> dict[str, Any]:
+    def rename(self, new_name: str, session: Optional[ClientSession] = None, comment: Any = None,
+               **kwargs: Any) -> dict[str, Any]:
         """Rename within the database; ``dropTarget=True`` replaces an existing collection."""
         if not isinstance(new_name, str):
             raise TypeError(f"new_name must be an instance of str, not {type(new_name).__name__}")
@@ -531,14 +550,14 @@ class Collection(BaseObject, Watchable):
             extra=kwargs)
         return dict(self._run(operation, session))
 
-    def drop(self, session: Any = None, comment: Any = None,
+    def drop(self, session: Optional[ClientSession] = None, comment: Any = None,
              encrypted_fields: Optional[Mapping[str, Any]] = None) -> None:
         """Drop this collection (with its indexes); a missing collection is not an error."""
         database = self._database.with_options(self._codec_options, self._read_preference, self._write_concern,
                                                self._read_concern, timeout_ms=self.timeout_ms)
         database.drop_collection(self._name, session=session, comment=comment, encrypted_fields=encrypted_fields)
 
-    def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+    def options(self, session: Optional[ClientSession] = None, comment: Any = None) -> dict[str, Any]:
         """The options the collection was created with ({} if it does not exist)."""
         database = self._database.with_options(self._codec_options, self._read_preference, self._write_concern,
                                                self._read_concern, timeout_ms=self.timeout_ms)

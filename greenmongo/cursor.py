@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from greenmongo.bson.code import Code
 from greenmongo.bson.codec_options import CodecOptions
-from greenmongo.client_session import session_state
+from greenmongo.client_session import ClientSession, session_state
 from greenmongo.command_cursor import (
     CommandCursor,
     RawBatchCommandCursor,
@@ -81,7 +81,7 @@ class Cursor(_CursorBase[Any]):
         show_record_id: Optional[bool] = None,
         snapshot: Optional[bool] = None,
         comment: Any = None,
-        session: Any = None,
+        session: Optional[ClientSession] = None,
         allow_disk_use: Optional[bool] = None,
         let: Optional[Mapping[str, Any]] = None,
         *,

@@ -110,12 +110,13 @@ class Database(BaseObject, Watchable):
         return Collection(self, name, False, codec_options, read_preference, write_concern, read_concern,
                           timeout_ms=timeout_ms)
 
-    def _run(self, operation: Any, session: Any = None, read_preference: Optional[ServerMode] = None) -> Any:
+    def _run(self, operation: Any, session: Optional[ClientSession] = None,
+             read_preference: Optional[ServerMode] = None) -> Any:
         state = session_state(session, self._core)
         return self._core.execute(operation, read_preference=read_preference, session=state,
                                   deadline=self._deadline(state))
 
-    def list_collections(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
+    def list_collections(self, session: Optional[ClientSession] = None, filter: Optional[Mapping[str, Any]] = None,
                          comment: Any = None, **kwargs: Any) -> CommandCursor:
         """A cursor over the collection descriptions (``nameOnly``, ``authorizedCollections``, ``batchSize``)."""
         timeout_mode = kwargs.pop("timeout_mode", None)
@@ -126,7 +127,7 @@ class Database(BaseObject, Watchable):
             extra=kwargs)
         return open_command_cursor(self, operation, session, timeout_mode=timeout_mode)
 
-    def list_collection_names(self, session: Any = None, filter: Optional[Mapping[str, Any]] = None,
+    def list_collection_names(self, session: Optional[ClientSession] = None, filter: Optional[Mapping[str, Any]] = None,
                               comment: Any = None, **kwargs: Any) -> list[str]:
         """The collection names (``nameOnly: true`` whenever the filter looks only at ``name``)."""
         operation = ListCollectionsOperation.for_names(
@@ -137,7 +138,7 @@ class Database(BaseObject, Watchable):
 
     def create_collection(self, name: str, codec_options: Optional[CodecOptions] = None,
                           read_preference: Optional[ServerMode] = None, write_concern: Optional[WriteConcern] = None,
-                          read_concern: Optional[ReadConcern] = None, session: Any = None,
+                          read_concern: Optional[ReadConcern] = None, session: Optional[ClientSession] = None,
                           check_exists: Optional[bool] = True, **kwargs: Any) -> Collection:
         """Create a collection with any ``create`` option (capped, size, validator, timeseries, ...).
 
@@ -156,7 +157,8 @@ class Database(BaseObject, Watchable):
                                             comment=comment, max_time_ms=max_time_ms), session)
         return collection
 
-    def drop_collection(self, name_or_collection: Union[str, Collection], session: Any = None, comment: Any = None,
+    def drop_collection(self, name_or_collection: Union[str, Collection], session: Optional[ClientSession] = None,
+                        comment: Any = None,
                         encrypted_fields: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
         """Drop a collection; dropping one that does not exist is not an error."""
         name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
@@ -169,7 +171,8 @@ class Database(BaseObject, Watchable):
         return dict(reply)
 
     def validate_collection(self, name_or_collection: Union[str, Collection], scandata: bool = False,
-                            full: bool = False, session: Any = None, background: Optional[bool] = None,
+                            full: bool = False, session: Optional[ClientSession] = None,
+                            background: Optional[bool] = None,
                             comment: Any = None) -> dict[str, Any]:
         """Run ``validate``; raises CollectionInvalid when the server reports the collection invalid."""
         name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
@@ -193,7 +196,8 @@ class Database(BaseObject, Watchable):
             raise CollectionInvalid(f"{name} invalid: {result!r}")
         return result
 
-    def dereference(self, dbref: DBRef, session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
+    def dereference(self, dbref: DBRef, session: Optional[ClientSession] = None, comment: Any = None,
+                    **kwargs: Any) -> Any:
         """The document a DBRef points to (None if it is gone); the DBRef must name this database."""
         if not isinstance(dbref, DBRef):
             raise TypeError(f"cannot dereference a {type(dbref).__name__}")
@@ -207,7 +211,7 @@ class Database(BaseObject, Watchable):
     def command(self, command: Union[str, Mapping[str, Any]], value: Any = 1, check: bool = True,
                 allowable_errors: Optional[Sequence[Union[str, int]]] = None,
                 read_preference: Optional[ServerMode] = None, codec_options: Optional[CodecOptions] = None,
-                session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
+                session: Optional[ClientSession] = None, comment: Any = None, **kwargs: Any) -> Any:
         """Run a command as written: ``db.command("ping")``, ``db.command("collMod", "c", validator=...)``.
 
         Runs on the primary unless ``read_preference`` says otherwise; not retried; no read or
@@ -230,7 +234,8 @@ class Database(BaseObject, Watchable):
 
     def cursor_command(self, command: Union[str, Mapping[str, Any]], value: Any = 1,
                        read_preference: Optional[ServerMode] = None, codec_options: Optional[CodecOptions] = None,
-                       session: Any = None, comment: Any = None, max_await_time_ms: Optional[int] = None,
+                       session: Optional[ClientSession] = None, comment: Any = None,
+                       max_await_time_ms: Optional[int] = None,
                        *, timeout_mode: Optional[str] = None, **kwargs: Any) -> CommandCursor:
         """Run a command that returns a cursor and iterate it (getMores go to the same server).
 
@@ -249,7 +254,7 @@ class Database(BaseObject, Watchable):
                                    tailable=bool(document.get("tailable")), await_data=bool(document.get("awaitData")),
                                    max_await_time_ms=max_await_time_ms)
 
-    def aggregate(self, pipeline: list, session: Any = None, **kwargs: Any) -> CommandCursor:
+    def aggregate(self, pipeline: list, session: Optional[ClientSession] = None, **kwargs: Any) -> CommandCursor:
         """A database-level pipeline (``$currentOp``, ``$listLocalSessions``, ``$documents``, ...).
 
         Options are the aggregate command's, camelCase (``allowDiskUse``, ``batchSize``,

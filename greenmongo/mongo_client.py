@@ -145,7 +145,7 @@ class MongoClient(Watchable):
             raise ConfigurationError("No default database name defined or provided.")
         return self.get_database(name, codec_options, read_preference, write_concern, read_concern)
 
-    def list_databases(self, session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
+    def list_databases(self, session: Optional[ClientSession] = None, comment: Any = None, **kwargs: Any) -> Any:
         options = dict(kwargs)
         operation = ListDatabasesOperation(
             filter=options.pop("filter", None), name_only=options.pop("nameOnly", None),
@@ -153,10 +153,11 @@ class MongoClient(Watchable):
             codec_options=self.codec_options, extra=options)
         return open_command_cursor(self, operation, session)
 
-    def list_database_names(self, session: Any = None, comment: Any = None) -> list:
+    def list_database_names(self, session: Optional[ClientSession] = None, comment: Any = None) -> list:
         return [doc["name"] for doc in self.list_databases(session, comment=comment, nameOnly=True)]
 
-    def drop_database(self, name_or_database: Any, session: Any = None, comment: Any = None) -> None:
+    def drop_database(self, name_or_database: Any, session: Optional[ClientSession] = None,
+                      comment: Any = None) -> None:
         name = getattr(name_or_database, "name", name_or_database)
         if not isinstance(name, str):
             raise TypeError("name_or_database must be an instance of str or a Database")
@@ -166,10 +167,10 @@ class MongoClient(Watchable):
         self._core.execute(DropDatabaseOperation(name, write_concern=self.write_concern, comment=comment),
                            session=state, deadline=resolve(self._timeout, state))
 
-    def server_info(self, session: Any = None) -> dict:
+    def server_info(self, session: Optional[ClientSession] = None) -> dict:
         return self.admin.command("buildinfo", session=session)
 
-    def bulk_write(self, models: Iterable[Any], session: Any = None, ordered: bool = True,
+    def bulk_write(self, models: Iterable[Any], session: Optional[ClientSession] = None, ordered: bool = True,
                    verbose_results: bool = False, bypass_document_validation: Optional[bool] = None,
                    comment: Any = None, let: Optional[Mapping[str, Any]] = None,
                    write_concern: Any = None) -> Any:

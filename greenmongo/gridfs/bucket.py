@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from greenmongo.client_session import ClientSession
 from greenmongo.database import Database
 from greenmongo.errors import ConfigurationError, NoFile
 from greenmongo.gridfs.common import gridfs_root, one_operation, refuse_transaction
@@ -68,7 +69,7 @@ class GridFSBucket:
     # -- upload ---------------------------------------------------------------------------------
 
     def _upload_stream(self, fields: dict[str, Any], chunk_size_bytes: Optional[int],
-                       metadata: Optional[Mapping[str, Any]], session: Any) -> GridIn:
+                       metadata: Optional[Mapping[str, Any]], session: Optional[ClientSession]) -> GridIn:
         fields["chunkSize"] = self._chunk_size_bytes if chunk_size_bytes is None else chunk_size_bytes
         if metadata is not None:
             fields["metadata"] = metadata
@@ -77,19 +78,22 @@ class GridFSBucket:
         return upload
 
     def open_upload_stream(self, filename: str, chunk_size_bytes: Optional[int] = None,
-                           metadata: Optional[Mapping[str, Any]] = None, session: Any = None) -> GridIn:
+                           metadata: Optional[Mapping[str, Any]] = None,
+                           session: Optional[ClientSession] = None) -> GridIn:
         """A GridIn for a new file with a new ObjectId (``gridin._id``); stored when closed."""
         return self._upload_stream({"filename": _validate_filename(filename)}, chunk_size_bytes, metadata, session)
 
     def open_upload_stream_with_id(self, file_id: Any, filename: str, chunk_size_bytes: Optional[int] = None,
-                                   metadata: Optional[Mapping[str, Any]] = None, session: Any = None) -> GridIn:
+                                   metadata: Optional[Mapping[str, Any]] = None,
+                                   session: Optional[ClientSession] = None) -> GridIn:
         """A GridIn for a new file with the application's id (FileExists if the id is taken)."""
         return self._upload_stream({"_id": file_id, "filename": _validate_filename(filename)}, chunk_size_bytes,
                                    metadata, session)
 
     @one_operation
     def upload_from_stream(self, filename: str, source: Any, chunk_size_bytes: Optional[int] = None,
-                           metadata: Optional[Mapping[str, Any]] = None, session: Any = None) -> Any:
+                           metadata: Optional[Mapping[str, Any]] = None,
+                           session: Optional[ClientSession] = None) -> Any:
         """Store ``source`` (bytes, or a readable object read to its end) as a new file; returns its id.
 
         The source is not closed. If reading it raises, the chunks already stored are deleted and
@@ -102,7 +106,8 @@ class GridFSBucket:
     @one_operation
     def upload_from_stream_with_id(self, file_id: Any, filename: str, source: Any,
                                    chunk_size_bytes: Optional[int] = None,
-                                   metadata: Optional[Mapping[str, Any]] = None, session: Any = None) -> None:
+                                   metadata: Optional[Mapping[str, Any]] = None,
+                                   session: Optional[ClientSession] = None) -> None:
         """Like ``upload_from_stream`` with the application's file id."""
         with self.open_upload_stream_with_id(file_id, filename, chunk_size_bytes, metadata,
                                              session=session) as upload:
@@ -110,20 +115,21 @@ class GridFSBucket:
 
     # -- download -------------------------------------------------------------------------------
 
-    def open_download_stream(self, file_id: Any, session: Any = None) -> GridOut:
+    def open_download_stream(self, file_id: Any, session: Optional[ClientSession] = None) -> GridOut:
         """A GridOut for the stored file; raises NoFile now if there is none."""
         download = GridOut(self._root, file_id, session=session)
         download.open()
         return download
 
     @one_operation
-    def download_to_stream(self, file_id: Any, destination: Any, session: Any = None) -> None:
+    def download_to_stream(self, file_id: Any, destination: Any, session: Optional[ClientSession] = None) -> None:
         """Write the stored file's bytes to ``destination`` (not closed afterwards)."""
         with self.open_download_stream(file_id, session=session) as download:
             _copy(download, destination)
 
     @one_operation
-    def open_download_stream_by_name(self, filename: str, revision: int = -1, session: Any = None) -> GridOut:
+    def open_download_stream_by_name(self, filename: str, revision: int = -1,
+                                     session: Optional[ClientSession] = None) -> GridOut:
         """A GridOut for one revision of ``filename``: 0 the first upload, 1 the next, ...; -1 the
         latest (default), -2 the one before, ... Raises NoFile, saying whether the name or only
         that revision is missing."""
@@ -141,7 +147,7 @@ class GridFSBucket:
 
     @one_operation
     def download_to_stream_by_name(self, filename: str, destination: Any, revision: int = -1,
-                                   session: Any = None) -> None:
+                                   session: Optional[ClientSession] = None) -> None:
         """Write one revision of ``filename`` (see ``open_download_stream_by_name``) to ``destination``."""
         with self.open_download_stream_by_name(filename, revision, session=session) as download:
             _copy(download, destination)
@@ -158,7 +164,7 @@ class GridFSBucket:
         return GridOutCursor(self._root, *args, **kwargs)
 
     @one_operation
-    def rename(self, file_id: Any, new_filename: str, session: Any = None) -> None:
+    def rename(self, file_id: Any, new_filename: str, session: Optional[ClientSession] = None) -> None:
         """Rename the stored file; raises NoFile if there is none with that id."""
         refuse_transaction(session)
         result = self._files.update_one({"_id": file_id}, {"$set": {"filename": new_filename}},
@@ -167,7 +173,7 @@ class GridFSBucket:
             raise NoFile(f"no file could be renamed {new_filename!r} because none matched file_id {file_id!r}")
 
     @one_operation
-    def rename_by_name(self, filename: str, new_filename: str, session: Any = None) -> None:
+    def rename_by_name(self, filename: str, new_filename: str, session: Optional[ClientSession] = None) -> None:
         """Rename every revision of ``filename``; raises NoFile if there is none."""
         refuse_transaction(session)
         result = self._files.update_many({"filename": filename}, {"$set": {"filename": new_filename}},
@@ -176,7 +182,7 @@ class GridFSBucket:
             raise NoFile(f"no file could be renamed {new_filename!r} because none matched filename {filename!r}")
 
     @one_operation
-    def delete(self, file_id: Any, session: Any = None) -> None:
+    def delete(self, file_id: Any, session: Optional[ClientSession] = None) -> None:
         """Delete the files document, then the chunks (so readers see the file vanish first).
 
         Raises NoFile if there was no files document; orphaned chunks with that id are deleted
@@ -189,7 +195,7 @@ class GridFSBucket:
             raise NoFile(f"no file could be deleted because none matched {file_id!r}")
 
     @one_operation
-    def delete_by_name(self, filename: str, session: Any = None) -> None:
+    def delete_by_name(self, filename: str, session: Optional[ClientSession] = None) -> None:
         """Delete every revision of ``filename`` (files documents first); raises NoFile if there is none."""
         refuse_transaction(session)
         file_ids = [document["_id"] for document in
@@ -200,7 +206,7 @@ class GridFSBucket:
             raise NoFile(f"no file could be deleted because none matched filename {filename!r}")
 
     @one_operation
-    def drop(self, session: Any = None) -> None:
+    def drop(self, session: Optional[ClientSession] = None) -> None:
         """Drop the files collection, then the chunks collection."""
         refuse_transaction(session)
         self._files.drop(session=session)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
+from greenmongo.client_session import ClientSession
 from greenmongo.collection import Collection
 from greenmongo.engine.deadline import resolve, scoped
 from greenmongo.errors import InvalidOperation
@@ -32,7 +33,7 @@ def within_stream_deadline(method: F) -> F:
     return run  # type: ignore[return-value]
 
 
-def refuse_transaction(session: Any) -> None:
+def refuse_transaction(session: Optional[ClientSession]) -> None:
     """GridFS spreads one file over many documents and commands: it is not for transactions (as in PyMongo)."""
     if session is not None and getattr(session, "in_transaction", False):
         raise InvalidOperation("GridFS does not support multi-document transactions")

@@ -23,6 +23,7 @@ import datetime
 import io
 from typing import Any, Iterable, Literal, NoReturn, Optional, cast
 
+from greenmongo.client_session import ClientSession
 from greenmongo.bson.objectid import ObjectId
 from greenmongo.errors import BulkWriteError, ConfigurationError, DuplicateKeyError, FileExists
 from greenmongo.engine.deadline import resolve
@@ -83,7 +84,7 @@ class GridIn:
     __slots__ = ("_files", "_chunks", "_session", "_fields", "_splitter", "_pending", "_pending_bytes",
                  "_indexes", "_state", "_id_in_use", "_deadline")
 
-    def __init__(self, root_collection: Any, session: Any = None, **kwargs: Any) -> None:
+    def __init__(self, root_collection: Any, session: Optional[ClientSession] = None, **kwargs: Any) -> None:
         root = _root_for_writing(root_collection)
         refuse_transaction(session)
         fields: dict[str, Any] = {}

@@ -20,6 +20,7 @@ import io
 import os
 from typing import Any, Iterator, Mapping, NoReturn, Optional, cast
 
+from greenmongo.client_session import ClientSession
 from greenmongo.cursor import Cursor
 from greenmongo.errors import CorruptGridFile, CursorNotFound, NoFile
 from greenmongo.engine.deadline import resolve
@@ -34,7 +35,7 @@ class _ChunkReader:
 
     __slots__ = ("_chunks", "_file_id", "_layout", "_session", "_cursor", "_next_n")
 
-    def __init__(self, chunks: Any, file_id: Any, layout: ChunkLayout, session: Any) -> None:
+    def __init__(self, chunks: Any, file_id: Any, layout: ChunkLayout, session: Optional[ClientSession]) -> None:
         self._chunks = chunks
         self._file_id = file_id
         self._layout = layout
@@ -122,7 +123,7 @@ class GridOut(io.IOBase):
     """
 
     def __init__(self, root_collection: Any, file_id: Any = None, file_document: Optional[Mapping[str, Any]] = None,
-                 session: Any = None) -> None:
+                 session: Optional[ClientSession] = None) -> None:
         root = gridfs_root(root_collection)
         refuse_transaction(session)
         super().__init__()
@@ -377,7 +378,8 @@ class GridOutCursor(Cursor):
     """``GridFSBucket.find``: a Cursor over the files collection that yields GridOut objects."""
 
     def __init__(self, collection: Any, filter: Optional[Mapping[str, Any]] = None, skip: int = 0, limit: int = 0,
-                 no_cursor_timeout: bool = False, sort: Any = None, batch_size: int = 0, session: Any = None, *,
+                 no_cursor_timeout: bool = False, sort: Any = None, batch_size: int = 0,
+                 session: Optional[ClientSession] = None, *,
                  allow_disk_use: Optional[bool] = None, max_time_ms: Optional[int] = None) -> None:
         refuse_transaction(session)
         root = gridfs_root(collection)

@@ -9,17 +9,19 @@ repeated by the next write only if it did not complete.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from greenmongo.errors import OperationFailure
 from greenmongo.gridfs.layout import CHUNKS_INDEX, FILES_INDEX, index_key_matches
 from greenmongo.options.read_preferences import ReadPreference
 
 if TYPE_CHECKING:
+    from greenmongo.client_session import ClientSession
     from greenmongo.collection import Collection
 
 
-def _index_exists(collection: "Collection", wanted: Sequence[tuple[str, int]], session: Any) -> bool:
+def _index_exists(collection: "Collection", wanted: Sequence[tuple[str, int]],
+                  session: Optional[ClientSession]) -> bool:
     try:
         indexes = list(collection.list_indexes(session=session))
     except OperationFailure as exc:
@@ -30,7 +32,7 @@ def _index_exists(collection: "Collection", wanted: Sequence[tuple[str, int]], s
 
 
 def _create_missing(collection: "Collection", wanted: Sequence[tuple[str, int]], unique: bool,
-                    session: Any) -> None:
+                    session: Optional[ClientSession]) -> None:
     if not _index_exists(collection, wanted, session):
         options = {"unique": True} if unique else {}
         collection.create_index(list(wanted), session=session, **options)
@@ -44,7 +46,7 @@ class IndexGuard:
     def __init__(self) -> None:
         self._checked = False
 
-    def ensure(self, files: "Collection", chunks: "Collection", session: Any) -> None:
+    def ensure(self, files: "Collection", chunks: "Collection", session: Optional[ClientSession]) -> None:
         """Check (and create) the indexes if no write has done it yet."""
         if self._checked:
             return

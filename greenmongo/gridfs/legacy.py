@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import abc
 from typing import Any, Optional
 
+from greenmongo.client_session import ClientSession
 from greenmongo.database import Database
 from greenmongo.errors import ConfigurationError, NoFile
 from greenmongo.gridfs.common import gridfs_root, one_operation, refuse_transaction
@@ -78,14 +79,15 @@ class GridFS:
     # -- reading --------------------------------------------------------------------------------
 
     @one_operation
-    def get(self, file_id: Any, session: Any = None) -> GridOut:
+    def get(self, file_id: Any, session: Optional[ClientSession] = None) -> GridOut:
         """A GridOut for the file with this ``_id``; raises NoFile now if there is none."""
         download = GridOut(self._collection, file_id, session=session)
         download.open()
         return download
 
     @one_operation
-    def get_version(self, filename: Optional[str] = None, version: Optional[int] = -1, session: Any = None,
+    def get_version(self, filename: Optional[str] = None, version: Optional[int] = -1,
+                    session: Optional[ClientSession] = None,
                     **kwargs: Any) -> GridOut:
         """One version among the files matching ``filename`` (if given) and ``kwargs`` (top-level
         field values or conditions), ordered by upload date: 0 the first, 1 the next, ...; -1 (the
@@ -104,12 +106,13 @@ class GridFS:
             raise NoFile(f"no version {version} for filename {filename!r}")
         return GridOut(self._collection, file_document=document, session=session)
 
-    def get_last_version(self, filename: Optional[str] = None, session: Any = None, **kwargs: Any) -> GridOut:
+    def get_last_version(self, filename: Optional[str] = None, session: Optional[ClientSession] = None,
+                         **kwargs: Any) -> GridOut:
         """The latest version (``get_version`` with version -1)."""
         return self.get_version(filename=filename, session=session, **kwargs)
 
     @one_operation
-    def list(self, session: Any = None) -> list[str]:
+    def list(self, session: Optional[ClientSession] = None) -> list[str]:
         """The distinct filenames stored (files without a filename are not listed)."""
         refuse_transaction(session)
         return [name for name in self._files.distinct("filename", session=session) if name is not None]
@@ -124,7 +127,8 @@ class GridFS:
         return GridOutCursor(self._collection, *args, **kwargs)
 
     @one_operation
-    def find_one(self, filter: Any = None, session: Any = None, *args: Any, **kwargs: Any) -> Optional[GridOut]:
+    def find_one(self, filter: Any = None, session: Optional[ClientSession] = None, *args: Any,
+                 **kwargs: Any) -> Optional[GridOut]:
         """The first GridOut ``find`` would give, or None; a filter that is not a mapping is an ``_id``.
 
         Further arguments are ``find``'s (after ``filter``); a ``limit`` among them is overridden.
@@ -139,7 +143,7 @@ class GridFS:
             cursor.close()
 
     @one_operation
-    def exists(self, document_or_id: Any = None, session: Any = None, **kwargs: Any) -> bool:
+    def exists(self, document_or_id: Any = None, session: Optional[ClientSession] = None, **kwargs: Any) -> bool:
         """Whether a file matches: an ``_id`` value, a query document, or keywords as the query
         (``exists(filename="a.txt")``, ``exists(length={"$gt": 10})``). With no argument: whether
         any file exists. Giving both a positional query and keywords is a TypeError (PyMongo
@@ -159,7 +163,7 @@ class GridFS:
     # -- deleting -------------------------------------------------------------------------------
 
     @one_operation
-    def delete(self, file_id: Any, session: Any = None) -> None:
+    def delete(self, file_id: Any, session: Optional[ClientSession] = None) -> None:
         """Delete the file with this ``_id``: its files document first (readers see it vanish), then
         its chunks. A missing file is not an error: afterwards there is none either way."""
         refuse_transaction(session)
