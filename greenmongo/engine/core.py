@@ -29,6 +29,7 @@ from greenmongo.hub.waiting import current_hub, on_hub
 from greenmongo.operations.base import Operation
 from greenmongo.operations.cursor_state import CursorState, KillCursorsOperation
 from greenmongo.options.client_options import ClientOptions
+from greenmongo.options.read_preferences import ServerMode
 from greenmongo.sdam.address import Address
 from greenmongo.topology.topology import Topology, abandon
 from greenmongo.wire import compression
@@ -82,7 +83,8 @@ class ClientCore:
             self._flush_kills()
 
     def execute(self, operation: Operation[Any], *, session: Optional[SessionState] = None,
-                address: Optional[Address] = None, read_preference: Any = None, deadline: Deadline = LEGACY) -> Any:
+                address: Optional[Address] = None, read_preference: Optional[ServerMode] = None,
+                deadline: Deadline = LEGACY) -> Any:
         """Check the client is usable, then run ``operation`` (see ``Executor.execute``)."""
         self.check_usable(session)
         return self.executor.execute(operation, address=address, read_preference=read_preference, session=session,

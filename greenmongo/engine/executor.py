@@ -15,10 +15,16 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from greenmongo.engine.deadline import LEGACY, Deadline
-from greenmongo.engine.protocols import ClusterTimeSource, ServerSelector, SessionSource
+from greenmongo.engine.protocols import (
+    ClusterTimeSource,
+    CommandConnection,
+    SelectedServer,
+    ServerSelector,
+    SessionSource,
+)
 from greenmongo.engine.retry import (
     MAX_OVERLOAD_RETRIES,
     RetryBudget,
@@ -45,7 +51,7 @@ from greenmongo.operations.base import Command, ExecutionFields, Operation, Wire
 from greenmongo.operations.cursor_state import CursorState
 from greenmongo.operations.run_command import RunCommandOperation
 from greenmongo.options.connection_settings import server_api_fields
-from greenmongo.options.read_preferences import ReadPreference
+from greenmongo.options.read_preferences import ReadPreference, ServerMode
 from greenmongo.sdam.address import Address
 from greenmongo.sdam.server_description import ServerDescription
 from greenmongo.sdam.server_type import ServerType
@@ -54,8 +60,8 @@ from greenmongo.sdam.topology_type import TopologyType
 _PRIMARY = ReadPreference.PRIMARY.mode
 
 
-def read_preference_field(topology_type: Any, server_type: Any, read_preference: Any,
-                          is_write: bool) -> Optional[dict]:
+def read_preference_field(topology_type: TopologyType, server_type: ServerType, read_preference: Optional[ServerMode],
+                          is_write: bool) -> Optional[dict[str, Any]]:
     """The ``$readPreference`` to send, per the Server Selection spec's "passing read preference" rules.
 
     Writes never carry one. A mongos or load balancer gets the user's preference unless it is
@@ -97,8 +103,9 @@ class Executor:
     def topology(self) -> Any:
         return self._topology
 
-    def execute(self, operation: Operation[Any], *, address: Optional[Address] = None, read_preference: Any = None,
-                session: Optional[SessionState] = None, deadline: Deadline = LEGACY) -> Any:
+    def execute(self, operation: Operation[Any], *, address: Optional[Address] = None,
+                read_preference: Optional[ServerMode] = None, session: Optional[SessionState] = None,
+                deadline: Deadline = LEGACY) -> Any:
         """Run ``operation``; ``address`` pins it to one server (getMore, killCursors).
 
         ``read_preference`` overrides the operation's own for server selection. Without an explicit
@@ -122,7 +129,8 @@ class Executor:
             holder.release()
         return result
 
-    def _execute(self, operation: Operation, address: Any, read_preference: Any, holder: "_SessionHolder") -> Any:
+    def _execute(self, operation: Operation[Any], address: Optional[Address], read_preference: Optional[ServerMode],
+                 holder: "_SessionHolder") -> Any:
         session = holder.explicit
         transaction = None
         if operation.ends_transaction:
@@ -149,8 +157,9 @@ class Executor:
                     session.transaction.unpin()
             raise
 
-    def _with_retries(self, operation: Operation[Any], address: Optional[Address], read_preference: Any,
-                      holder: "_SessionHolder", transaction: Optional[Transaction]) -> Any:
+    def _with_retries(self, operation: Operation[Any], address: Optional[Address],
+                      read_preference: Optional[ServerMode], holder: "_SessionHolder",
+                      transaction: Optional[Transaction]) -> Any:
         """Run ``operation``, retrying as ``retry.RetryState`` decides (Retryable Reads/Writes,
         Transactions and Client Backpressure specs); this loop only applies its decisions."""
         mode = retry_mode(is_read=operation.is_read, is_write=operation.is_write, retryable=operation.retryable,
@@ -211,8 +220,9 @@ class Executor:
             return tuple(tried)
         return ()
 
-    def _attempt(self, operation: Operation, address: Any, read_preference: Any, deprioritized: tuple,
-                 holder: "_SessionHolder", tried: Optional[list] = None) -> Any:
+    def _attempt(self, operation: Operation[Any], address: Optional[Address], read_preference: Optional[ServerMode],
+                 deprioritized: Tuple[Address, ...], holder: "_SessionHolder",
+                 tried: Optional[List[Address]] = None) -> Any:
         topology = self._topology
         preference = read_preference or operation.read_preference
         # Selection, checkout and connection establishment share min(serverSelectionTimeoutMS, what is left).
@@ -266,7 +276,7 @@ class Executor:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _selection_preference(self, operation: Operation, preference: Any) -> Any:
+    def _selection_preference(self, operation: Operation[Any], preference: ServerMode) -> ServerMode:
         description = self._topology.description
         wire_versions = [sd.max_wire_version or 0 for sd in description.server_descriptions().values()
                          if sd.is_server_type_known]
@@ -287,7 +297,7 @@ class Executor:
         finally:
             server.end_operation()
 
-    def _run_on_server(self, server: Any, operation: Operation, read_preference: Any,
+    def _run_on_server(self, server: SelectedServer, operation: Operation[Any], read_preference: ServerMode,
                        holder: "_SessionHolder", selection_end: Optional[float] = None) -> Any:
         with server.checkout(selection_end) as conn:
             try:
@@ -298,8 +308,8 @@ class Executor:
                 server.handle_error(exc, conn, reply=getattr(exc, "details", None))
                 raise
 
-    def _send(self, conn: Any, server: Any, operation: Operation, read_preference: Any,
-              holder: "_SessionHolder") -> Any:
+    def _send(self, conn: CommandConnection, server: SelectedServer, operation: Operation[Any],
+              read_preference: ServerMode, holder: "_SessionHolder") -> Any:
         wire = WireInfo.from_connection(conn)
         command = operation.build(wire)
         description = self._topology.description
@@ -352,8 +362,9 @@ class Executor:
         self._observe(reply, session)
         return operation.parse(reply, wire)
 
-    def _session_fields(self, fields: ExecutionFields, session: SessionState, operation: Operation, command: Any,
-                        server: Any, server_description: Any, holder: "_SessionHolder") -> None:
+    def _session_fields(self, fields: ExecutionFields, session: SessionState, operation: Operation[Any],
+                        command: Command, server: SelectedServer, server_description: ServerDescription,
+                        holder: "_SessionHolder") -> None:
         """lsid, and the transaction / retryable-write / causal-consistency fields of the session."""
         fields.lsid = session.lsid_for_command()
         transaction = session.transaction
@@ -390,7 +401,8 @@ class Executor:
                     fields.read_concern_extra = extra
                     fields.session_read_concern = True
 
-    def _cluster_time_to_send(self, session: Any, topology_type: Any) -> Optional[Mapping[str, Any]]:
+    def _cluster_time_to_send(self, session: Optional[SessionState],
+                              topology_type: TopologyType) -> Optional[Mapping[str, Any]]:
         """The highest $clusterTime known to the client or the session (replica sets, sharded)."""
         if self._clock is None or topology_type in (TopologyType.Single, TopologyType.Unknown):
             return None
@@ -400,7 +412,7 @@ class Executor:
             cluster_time = session.cluster_time
         return cluster_time
 
-    def _observe(self, reply: Any, session: Any) -> None:
+    def _observe(self, reply: Optional[Mapping[str, Any]], session: Optional[SessionState]) -> None:
         if reply is None:
             return
         cluster_time = reply.get("$clusterTime")

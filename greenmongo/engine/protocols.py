@@ -21,9 +21,12 @@ from typing import (
 from greenmongo.sdam.address import Address
 
 if TYPE_CHECKING:
+    from greenmongo.bson.codec_options import CodecOptions
+    from greenmongo.bson.objectid import ObjectId
     from greenmongo.engine.server_session import ServerSession
     from greenmongo.engine.session_state import SessionState
     from greenmongo.options.connection_settings import ConnectionSettings
+    from greenmongo.options.read_preferences import ServerMode
     from greenmongo.sdam.server_description import ServerDescription
     from greenmongo.sdam.topology_description import TopologyDescription
 
@@ -59,16 +62,19 @@ class CommandConnection(Protocol):
 
     id: int
     address: Address
-    service_id: Any
-    hello: Optional[Mapping[str, Any]]
+    service_id: Optional["ObjectId"]
     settings: "ConnectionSettings"
     max_wire_version: int
     max_bson_size: int
     max_message_size: int
     max_write_batch_size: int
 
+    @property
+    def hello(self) -> Optional[Mapping[str, Any]]: ...
+
     def command(self, dbname: str, spec: Mapping[str, Any], *,
-                sequences: Optional[Mapping[str, Sequence[Any]]] = None, codec_options: Any = None,
+                sequences: Optional[Mapping[str, Sequence[Any]]] = None,
+                codec_options: Optional["CodecOptions"] = None,
                 check: bool = True, unacknowledged: bool = False, timeout: Any = ..., apply_server_api: bool = True,
                 request_id: Optional[int] = None, deadline: Optional[float] = None,
                 deadline_text: str = "") -> Optional[dict[str, Any]]: ...
@@ -85,8 +91,9 @@ class SelectedServer(Protocol):
 
     def checkout(self, deadline: Optional[float] = None) -> ContextManager[CommandConnection]: ...
 
-    def handle_error(self, error: BaseException, conn: Optional[CommandConnection] = None, *,
-                     reply: Optional[Mapping[str, Any]] = None) -> object: ...
+    def handle_error(self, error: BaseException, conn: Any = None, *,
+                     reply: Optional[Mapping[str, Any]] = None) -> object:
+        """``conn``: the connection this server's ``checkout`` gave (its own type), or None."""
 
     def end_operation(self) -> None: ...
 
@@ -103,7 +110,7 @@ class ServerSelector(Protocol):
     @property
     def selection_timeout(self) -> float: ...
 
-    def select_server(self, read_preference: Any, *, is_write: bool = False,
+    def select_server(self, read_preference: "ServerMode", *, is_write: bool = False,
                       deprioritized: Tuple[Address, ...] = (), operation: Optional[str] = None,
                       deadline: Optional[float] = None) -> SelectedServer: ...
 

@@ -22,6 +22,7 @@ from greenmongo.errors import (
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ReadPreference, ServerMode
 from greenmongo.options.write_concern import WriteConcern
+from greenmongo.sdam.address import Address
 
 TRANSIENT_TRANSACTION_ERROR = "TransientTransactionError"
 UNKNOWN_COMMIT_RESULT = "UnknownTransactionCommitResult"
@@ -105,7 +106,7 @@ class Transaction:
     def __init__(self) -> None:
         self.state = TransactionState.NONE
         self.options: Optional[TransactionOptions] = None
-        self.pinned_address: Any = None
+        self.pinned_address: Optional[Address] = None
         self.recovery_token: Optional[Mapping[str, Any]] = None
         self.attempt = 0
 
@@ -125,7 +126,7 @@ class Transaction:
         self.state = TransactionState.STARTING
         self.options = options
 
-    def statement_sent(self, address: Any = None) -> None:
+    def statement_sent(self, address: Optional[Address] = None) -> None:
         """A statement went out: later ones no longer carry startTransaction. ``address`` pins the
         transaction to that server (a mongos or load balancer: the first statement's pins it)."""
         if self.state is TransactionState.STARTING:

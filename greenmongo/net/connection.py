@@ -16,6 +16,8 @@ import socket as _socket
 import time
 from typing import Any, Mapping, NamedTuple, NoReturn, Optional, Sequence, Union
 
+from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.bson.raw import RawBSONDocument
 from greenmongo.errors import (
     AutoReconnect,
@@ -63,7 +65,7 @@ class Reply(NamedTuple):
     def more_to_come(self) -> bool:
         return isinstance(self.message, op_msg.OpMsg) and self.message.more_to_come
 
-    def document(self, codec_options: Any = None) -> dict[str, Any]:
+    def document(self, codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
         if isinstance(self.message, op_msg.OpMsg):
             return op_msg.decode_reply(self.message, codec_options)
         return legacy.decode_command_reply(self.message, codec_options)
@@ -98,7 +100,7 @@ class Connection:
         self.max_bson_size = DEFAULT_MAX_BSON_SIZE
         self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
         self.max_write_batch_size = DEFAULT_MAX_WRITE_BATCH_SIZE
-        self.service_id: Any = None
+        self.service_id: Optional[ObjectId] = None
         self.compressor: Optional[Compressor] = None
         self.supports_op_msg = False
         self.hello_ok = False
@@ -186,7 +188,7 @@ class Connection:
         spec: Mapping[str, Any],
         *,
         sequences: Optional[Mapping[str, Sequence[Mapping[str, Any]]]] = None,
-        codec_options: Any = None,
+        codec_options: Optional[CodecOptions] = None,
         check: bool = True,
         allowable_errors: Sequence[Any] = (),
         parse_write_concern_error: bool = False,
@@ -256,7 +258,7 @@ class Connection:
     def receive_more(
         self,
         *,
-        codec_options: Any = None,
+        codec_options: Optional[CodecOptions] = None,
         check: bool = True,
         timeout: Any = _UNSET,
     ) -> dict[str, Any]:
@@ -296,7 +298,7 @@ class Connection:
         self._busy = True
 
     def _round_trip(self, message: Optional[bytes], request_id: int, timeout, *, expect_reply: bool,
-                    codec_options: Any = None):
+                    codec_options: Optional[CodecOptions] = None):
         self._enter()
         try:
             self._set_timeout(timeout)

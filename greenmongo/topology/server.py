@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import weakref
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
 
 from greenmongo.errors import (
     ConnectionFailure,
@@ -24,6 +24,10 @@ from greenmongo.errors import (
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.errors import ErrorDecision, add_backpressure_labels
 from greenmongo.sdam.server_description import ServerDescription
+
+if TYPE_CHECKING:
+    from greenmongo.net.connection import Connection
+    from greenmongo.pool.core import Pool
 
 NOTHING = ErrorDecision()
 
@@ -72,7 +76,7 @@ def pooled_connection_factory(address: Address, open_connection: Callable[..., A
 class Server:
     """One server of a Topology: its pool, its monitor (none in load-balanced mode) and operation count."""
 
-    def __init__(self, address: Address, topology: Any, pool: Any, monitor: Any = None) -> None:
+    def __init__(self, address: Address, topology: Any, pool: "Pool[Connection]", monitor: Any = None) -> None:
         self.address = address
         self._topology_ref = weakref.ref(topology)
         self.pool = pool
@@ -112,7 +116,7 @@ class Server:
     # -- connections --------------------------------------------------------------------
 
     @contextmanager
-    def checkout(self, deadline: Optional[float] = None) -> Iterator[Any]:
+    def checkout(self, deadline: Optional[float] = None) -> Iterator["Connection"]:
         """``with server.checkout() as conn:`` - establishment errors are reported to SDAM first.
 
         Pool errors (cleared, closed, wait-queue timeout) are raised as they are.
@@ -137,7 +141,7 @@ class Server:
     def handle_error(
         self,
         error: BaseException,
-        conn: Any = None,
+        conn: Optional["Connection"] = None,
         *,
         completed_handshake: bool = True,
         reply: Optional[Mapping[str, Any]] = None,
