@@ -17,12 +17,15 @@ import hmac
 import json
 import os
 import time
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qsl, quote, urlencode
 
 from greenmongo.auth.cache import AuthCache, AuthIO
 from greenmongo.auth.sasl import mechanism_property, payload_bytes, require_done, sasl_continue, sasl_start
 from greenmongo.errors import ConfigurationError, OperationFailure
+
+if TYPE_CHECKING:
+    from greenmongo.options.credentials import MongoCredential
 
 __all__ = [
     "AwsConversation", "AwsCredentials", "authenticate_aws", "obtain_credentials", "sign_v4", "sts_region",
@@ -247,7 +250,7 @@ def _from_ec2(io: AuthIO) -> AwsCredentials:
     return _from_json(body, "the EC2 metadata service", "Token")
 
 
-def obtain_credentials(credentials: Any, cache: Optional[AuthCache], io: AuthIO) -> AwsCredentials:
+def obtain_credentials(credentials: MongoCredential, cache: Optional[AuthCache], io: AuthIO) -> AwsCredentials:
     """Find AWS credentials in the spec's order; cache only the fetched, expiring kind."""
     username, password = credentials.username, credentials.password
     session_token = mechanism_property(credentials, "AWS_SESSION_TOKEN")
@@ -291,7 +294,7 @@ def _bson() -> Any:
     return bson
 
 
-def authenticate_aws(conn: Any, credentials: Any, cache: Optional[AuthCache], io: AuthIO) -> None:
+def authenticate_aws(conn: Any, credentials: MongoCredential, cache: Optional[AuthCache], io: AuthIO) -> None:
     source = credentials.source or "$external"
     try:
         aws_credentials = obtain_credentials(credentials, cache, io)

@@ -15,7 +15,7 @@ a full one.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
 from greenmongo.auth.aws import authenticate_aws
 from greenmongo.auth.cache import AuthCache, AuthIO
@@ -26,6 +26,9 @@ from greenmongo.auth.scram import SCRAM_MECHANISMS, ScramConversation
 from greenmongo.auth.x509 import authenticate_x509, x509_command
 from greenmongo.errors import ConfigurationError, OperationFailure
 
+if TYPE_CHECKING:
+    from greenmongo.options.credentials import MongoCredential
+
 __all__ = ["Authenticator", "HandshakeAuth", "authenticate", "prepare_handshake", "reauthenticate",
            "resolve_mechanism"]
 
@@ -33,25 +36,25 @@ DEFAULT_MECHANISMS = (None, "", "DEFAULT")
 SUPPORTED_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-1", "PLAIN", "MONGODB-X509", "MONGODB-AWS", "MONGODB-OIDC")
 
 
-def _cache_of(credentials: Any) -> Optional[AuthCache]:
+def _cache_of(credentials: MongoCredential) -> Optional[AuthCache]:
     cache = getattr(credentials, "cache", None)
     return cache if isinstance(cache, AuthCache) else None
 
 
-def _io_of(credentials: Any) -> AuthIO:
+def _io_of(credentials: MongoCredential) -> AuthIO:
     cache = _cache_of(credentials)
     return cache.io if cache is not None else AuthIO()
 
 
-def _source(credentials: Any, default: str = "admin") -> str:
+def _source(credentials: MongoCredential, default: str = "admin") -> str:
     return credentials.source or default
 
 
-def _is_default(credentials: Any) -> bool:
+def _is_default(credentials: MongoCredential) -> bool:
     return credentials.mechanism in DEFAULT_MECHANISMS
 
 
-def resolve_mechanism(credentials: Any, hello: Optional[Mapping[str, Any]]) -> str:
+def resolve_mechanism(credentials: MongoCredential, hello: Optional[Mapping[str, Any]]) -> str:
     """The mechanism to use: the configured one, else negotiated from ``saslSupportedMechs``."""
     if not _is_default(credentials):
         return str(credentials.mechanism).upper()
@@ -76,7 +79,7 @@ def _unsupported(mechanism: str) -> ConfigurationError:
 class HandshakeAuth:
     """The auth fields of one connection's hello, and what is needed to finish from its reply."""
 
-    def __init__(self, credentials: Any, mechanism: Optional[str], command: Optional[Dict[str, Any]],
+    def __init__(self, credentials: MongoCredential, mechanism: Optional[str], command: Optional[Dict[str, Any]],
                  scram: Optional[ScramConversation] = None, oidc_token: Optional[str] = None) -> None:
         self.credentials = credentials
         self.mechanism = mechanism            # the speculative mechanism, None if none
@@ -100,7 +103,7 @@ def _scram_start(conversation: ScramConversation) -> Dict[str, Any]:
                       autoAuthorize=1, options={"skipEmptyExchange": True})
 
 
-def prepare_handshake(credentials: Any) -> HandshakeAuth:
+def prepare_handshake(credentials: MongoCredential) -> HandshakeAuth:
     """Decide the hello's auth fields; SCRAM speculation fixes its client nonce here."""
     mechanism = "SCRAM-SHA-256" if _is_default(credentials) else str(credentials.mechanism).upper()
     if mechanism in SCRAM_MECHANISMS:
@@ -131,7 +134,7 @@ def prepare_handshake(credentials: Any) -> HandshakeAuth:
 
 # -- the conversations -------------------------------------------------------
 
-def _authenticate_scram(conn: Any, credentials: Any, mechanism: str,
+def _authenticate_scram(conn: Any, credentials: MongoCredential, mechanism: str,
                         conversation: Optional[ScramConversation],
                         speculative_reply: Optional[Mapping[str, Any]]) -> None:
     source = _source(credentials)
@@ -153,7 +156,7 @@ def _authenticate_scram(conn: Any, credentials: Any, mechanism: str,
             raise OperationFailure(f"{mechanism}: server did not finish the SASL conversation", details=reply)
 
 
-def _negotiate(conn: Any, credentials: Any, hello: Mapping[str, Any]) -> Mapping[str, Any]:
+def _negotiate(conn: Any, credentials: MongoCredential, hello: Mapping[str, Any]) -> Mapping[str, Any]:
     """A separate negotiation hello, only when the handshake did not carry saslSupportedMechs."""
     hello = dict(hello)
     if "saslSupportedMechs" in hello or not credentials.username or hello.get("maxWireVersion", 0) < 7:
@@ -165,7 +168,7 @@ def _negotiate(conn: Any, credentials: Any, hello: Mapping[str, Any]) -> Mapping
     return hello
 
 
-def authenticate(conn: Any, credentials: Any, handshake: Optional[HandshakeAuth] = None, *,
+def authenticate(conn: Any, credentials: MongoCredential, handshake: Optional[HandshakeAuth] = None, *,
                  hello: Optional[Mapping[str, Any]] = None, address: Optional[Tuple[str, int]] = None,
                  timeout: Optional[float] = None, negotiate: bool = True) -> str:
     """Authenticate ``conn`` with ``credentials``; returns the mechanism used.
@@ -212,7 +215,7 @@ def authenticate(conn: Any, credentials: Any, handshake: Optional[HandshakeAuth]
     return mechanism
 
 
-def reauthenticate(conn: Any, credentials: Any, *, address: Optional[Tuple[str, int]] = None,
+def reauthenticate(conn: Any, credentials: MongoCredential, *, address: Optional[Tuple[str, int]] = None,
                    timeout: Optional[float] = None) -> str:
     """After ``ReauthenticationRequired`` (391): SASL again on ``conn``, never a new hello."""
     mechanism = resolve_mechanism(credentials, getattr(conn, "hello", None))
@@ -230,7 +233,7 @@ class Authenticator:
     called while building the hello, ``authenticate()`` with its reply.
     """
 
-    def __init__(self, credentials: Any, *, timeout: Optional[float] = None) -> None:
+    def __init__(self, credentials: MongoCredential, *, timeout: Optional[float] = None) -> None:
         self.credentials = credentials
         self.timeout = timeout
         self.handshake: Optional[HandshakeAuth] = None

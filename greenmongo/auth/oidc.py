@@ -15,13 +15,16 @@ import abc
 import json
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from greenmongo.auth.cache import AuthCache, AuthIO
 from greenmongo.hub.waiting import new_lock
 from greenmongo.auth.sasl import mechanism_property, payload_bytes, require_done, sasl_continue, sasl_start
 from greenmongo.errors import ConfigurationError, OperationFailure
+
+if TYPE_CHECKING:
+    from greenmongo.options.credentials import MongoCredential
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS", "OIDCCallback", "OIDCCallbackContext", "OIDCCallbackResult", "OIDCIdPInfo",
@@ -233,7 +236,7 @@ def _host_allowed(host: str, patterns: Sequence[str]) -> bool:
 class _OidcAuth:
     """One authentication attempt: the credential's settings resolved once."""
 
-    def __init__(self, conn: Any, credentials: Any, cache: Optional[AuthCache], io: AuthIO,
+    def __init__(self, conn: Any, credentials: MongoCredential, cache: Optional[AuthCache], io: AuthIO,
                  address: Optional[Tuple[str, int]], timeout: Optional[float]) -> None:
         if credentials.password is not None:
             raise ConfigurationError("MONGODB-OIDC does not take a password")
@@ -365,7 +368,7 @@ class _OidcAuth:
             raise OperationFailure("MONGODB-OIDC: server sent unreadable IdP information") from None
 
 
-def authenticate_oidc(conn: Any, credentials: Any, cache: Optional[AuthCache], io: AuthIO, *,
+def authenticate_oidc(conn: Any, credentials: MongoCredential, cache: Optional[AuthCache], io: AuthIO, *,
                       address: Optional[Tuple[str, int]] = None, timeout: Optional[float] = None,
                       speculative_token: Optional[str] = None,
                       speculative_reply: Optional[Mapping[str, Any]] = None) -> None:
@@ -379,7 +382,7 @@ def authenticate_oidc(conn: Any, credentials: Any, cache: Optional[AuthCache], i
     auth.run()
 
 
-def reauthenticate_oidc(conn: Any, credentials: Any, cache: Optional[AuthCache], io: AuthIO, *,
+def reauthenticate_oidc(conn: Any, credentials: MongoCredential, cache: Optional[AuthCache], io: AuthIO, *,
                         address: Optional[Tuple[str, int]] = None, timeout: Optional[float] = None) -> None:
     """After error 391: drop the token this connection used, then SASL again (no hello)."""
     state = client_cache(cache)
@@ -388,7 +391,8 @@ def reauthenticate_oidc(conn: Any, credentials: Any, cache: Optional[AuthCache],
     authenticate_oidc(conn, credentials, cache, io, address=address, timeout=timeout)
 
 
-def speculative_oidc_command(credentials: Any, cache: Optional[AuthCache]) -> Optional[Tuple[Dict[str, Any], str]]:
+def speculative_oidc_command(credentials: MongoCredential,
+                             cache: Optional[AuthCache]) -> Optional[Tuple[Dict[str, Any], str]]:
     """The hello's ``speculativeAuthenticate`` and the token in it, only when a token is cached."""
     if cache is None or cache.oidc is None or cache.oidc.access_token is None:
         return None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from greenmongo.auth.sasl import require_done, sasl_start
 from greenmongo.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from greenmongo.options.credentials import MongoCredential
 
 __all__ = ["authenticate_plain", "plain_payload"]
 
@@ -15,7 +18,7 @@ def plain_payload(username: str, password: str) -> bytes:
     return b"\x00" + username.encode("utf-8") + b"\x00" + password.encode("utf-8")
 
 
-def authenticate_plain(conn: Any, credentials: Any) -> None:
+def authenticate_plain(conn: Any, credentials: MongoCredential) -> None:
     if not credentials.username:
         raise ConfigurationError("PLAIN requires a username")
     if credentials.password is None:

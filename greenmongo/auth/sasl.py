@@ -8,9 +8,12 @@ text.
 from __future__ import annotations
 
 import base64
-from typing import Any, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from greenmongo.errors import OperationFailure
+
+if TYPE_CHECKING:
+    from greenmongo.options.credentials import MongoCredential
 
 __all__ = ["mechanism_property", "payload_bytes", "sasl_continue", "sasl_start", "require_done"]
 
@@ -44,7 +47,7 @@ def require_done(reply: Mapping[str, Any], mechanism: str) -> None:
         raise OperationFailure(f"{mechanism}: server did not finish the SASL conversation", details=reply)
 
 
-def mechanism_property(credentials: Any, name: str, default: Any = None) -> Any:
+def mechanism_property(credentials: MongoCredential, name: str, default: Any = None) -> Any:
     """Look up a mechanism property by name, case-insensitively (as the spec requires)."""
     properties: Optional[Mapping[str, Any]] = getattr(credentials, "mechanism_properties", None)
     if not properties:

@@ -49,6 +49,7 @@ from greenmongo.logs.topology import SERVER_SELECTION_LOGGER, SelectionLogger, T
 from greenmongo.monitoring.topology import publish_all
 from greenmongo.net.handshake import open_connection
 from greenmongo.options.connection_settings import ConnectionSettings
+from greenmongo.options.credentials import MongoCredential
 from greenmongo.pool import Pool, PoolOptions
 from greenmongo.sdam import events as sdam_events
 from greenmongo.sdam.address import Address, format_address
@@ -89,7 +90,7 @@ class Topology:
         *,
         connection_settings: Optional[ConnectionSettings] = None,
         pool_options: Optional[PoolOptions] = None,
-        credentials: Any = None,
+        credentials: Optional[MongoCredential] = None,
         event_listeners: Iterable[Any] = (),
         server_selection_timeout: float = DEFAULT_SERVER_SELECTION_TIMEOUT,
         server_monitoring_mode: str = "auto",
