@@ -32,8 +32,10 @@ from typing import Any, Callable, Mapping, Optional, Union
 
 from greenmongo.bson import json_util
 from greenmongo.bson.binary import UuidRepresentation
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.errors import OperationFailure
 from greenmongo.monitoring.command import is_sensitive_command, redact_command, redact_reply
+from greenmongo.sdam.address import Address
 
 COMMAND = "command"
 TOPOLOGY = "topology"
@@ -154,17 +156,6 @@ def apply_log_settings(settings: LogSettings) -> None:
             handler._greenmongo_env = True  # type: ignore[attr-defined]
             handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
-
-
-_settings: Optional[LogSettings] = None
-
-
-def current_settings() -> LogSettings:
-    """The environment's settings, read once per process."""
-    global _settings
-    if _settings is None:
-        _settings = parse_log_settings()
-    return _settings
 
 
 def max_document_length() -> int:
@@ -309,17 +300,17 @@ def _connection_ids(data: Mapping[str, Any]) -> str:
 # -- commands -------------------------------------------------------------------------
 
 def _command_fields(command_name: str, database_name: str, request_id: int, operation_id: Optional[int],
-                    driver_connection_id: Optional[int], address: Any, server_connection_id: Optional[int],
-                    service_id: Any) -> dict[str, Any]:
+                    driver_connection_id: Optional[int], address: Address, server_connection_id: Optional[int],
+                    service_id: Optional[ObjectId]) -> dict[str, Any]:
     host, port = split_address(address)
     return dict(commandName=command_name, databaseName=database_name, requestId=request_id,
                 operationId=operation_id, driverConnectionId=driver_connection_id, serverHost=host,
                 serverPort=port, serverConnectionId=server_connection_id, serviceId=service_id_text(service_id))
 
 
-def command_started(command: Mapping[str, Any], database_name: str, request_id: int, *, address: Any,
+def command_started(command: Mapping[str, Any], database_name: str, request_id: int, *, address: Address,
                     operation_id: Optional[int] = None, driver_connection_id: Optional[int] = None,
-                    server_connection_id: Optional[int] = None, service_id: Any = None,
+                    server_connection_id: Optional[int] = None, service_id: Optional[ObjectId] = None,
                     max_length: Optional[int] = None) -> LogMessage:
     """"Command started": pass the full command; a sensitive one is logged as ``{}``."""
     command_name = next(iter(command))
@@ -330,9 +321,9 @@ def command_started(command: Mapping[str, Any], database_name: str, request_id: 
 
 
 def command_succeeded(reply: Mapping[str, Any], command_name: str, database_name: str, request_id: int,
-                      duration: Duration, *, address: Any, operation_id: Optional[int] = None,
+                      duration: Duration, *, address: Address, operation_id: Optional[int] = None,
                       driver_connection_id: Optional[int] = None, server_connection_id: Optional[int] = None,
-                      service_id: Any = None, speculative_hello: bool = False,
+                      service_id: Optional[ObjectId] = None, speculative_hello: bool = False,
                       max_length: Optional[int] = None) -> LogMessage:
     return log_message("Command succeeded", **_command_fields(
         command_name, database_name, request_id, operation_id, driver_connection_id, address,
@@ -341,8 +332,8 @@ def command_succeeded(reply: Mapping[str, Any], command_name: str, database_name
 
 
 def command_failed(error: Any, command_name: str, database_name: str, request_id: int, duration: Duration, *,
-                   address: Any, operation_id: Optional[int] = None, driver_connection_id: Optional[int] = None,
-                   server_connection_id: Optional[int] = None, service_id: Any = None,
+                   address: Address, operation_id: Optional[int] = None, driver_connection_id: Optional[int] = None,
+                   server_connection_id: Optional[int] = None, service_id: Optional[ObjectId] = None,
                    speculative_hello: bool = False, max_length: Optional[int] = None) -> LogMessage:
     """"Command failed": a server error from a sensitive command keeps only code/codeName/errorLabels."""
     redacted = isinstance(error, OperationFailure) and is_sensitive_command(command_name, None, speculative_hello)
@@ -388,7 +379,7 @@ def server_selection_started(operation: Optional[str], selector: Any, topology_d
                        **_selection_fields(operation, selector, topology_description, operation_id))
 
 
-def server_selection_succeeded(operation: Optional[str], selector: Any, topology_description: Any, address: Any, *,
+def server_selection_succeeded(operation: Optional[str], selector: Any, topology_description: Any, address: Address, *,
                                operation_id: Optional[int] = None) -> LogMessage:
     host, port = split_address(address)
     return log_message("Server selection succeeded", **_selection_fields(
@@ -427,39 +418,40 @@ def _render_selection(data: Mapping[str, Any]) -> str:
 
 # -- topology -------------------------------------------------------------------------
 
-def _server_fields(topology_id: Any, address: Any) -> dict[str, Any]:
+def _server_fields(topology_id: ObjectId, address: Address) -> dict[str, Any]:
     host, port = split_address(address)
     return dict(topologyId=topology_id, serverHost=host, serverPort=port)
 
 
-def starting_topology_monitoring(topology_id: Any) -> LogMessage:
+def starting_topology_monitoring(topology_id: ObjectId) -> LogMessage:
     return log_message("Starting topology monitoring", topologyId=topology_id)
 
 
-def stopped_topology_monitoring(topology_id: Any) -> LogMessage:
+def stopped_topology_monitoring(topology_id: ObjectId) -> LogMessage:
     return log_message("Stopped topology monitoring", topologyId=topology_id)
 
 
-def starting_server_monitoring(topology_id: Any, address: Any) -> LogMessage:
+def starting_server_monitoring(topology_id: ObjectId, address: Address) -> LogMessage:
     return log_message("Starting server monitoring", **_server_fields(topology_id, address))
 
 
-def stopped_server_monitoring(topology_id: Any, address: Any) -> LogMessage:
+def stopped_server_monitoring(topology_id: ObjectId, address: Address) -> LogMessage:
     return log_message("Stopped server monitoring", **_server_fields(topology_id, address))
 
 
-def topology_description_changed(topology_id: Any, previous: Any, new: Any) -> LogMessage:
+def topology_description_changed(topology_id: ObjectId, previous: Any, new: Any) -> LogMessage:
     return log_message("Topology description changed", topologyId=topology_id,
                        previousDescription=str(previous), newDescription=str(new))
 
 
-def heartbeat_started(topology_id: Any, address: Any, awaited: bool, *, driver_connection_id: Optional[int] = None,
+def heartbeat_started(topology_id: ObjectId, address: Address, awaited: bool, *,
+                      driver_connection_id: Optional[int] = None,
                       server_connection_id: Optional[int] = None) -> LogMessage:
     return log_message("Server heartbeat started", **_server_fields(topology_id, address), awaited=awaited,
                        driverConnectionId=driver_connection_id, serverConnectionId=server_connection_id)
 
 
-def heartbeat_succeeded(topology_id: Any, address: Any, awaited: bool, duration: Duration,
+def heartbeat_succeeded(topology_id: ObjectId, address: Address, awaited: bool, duration: Duration,
                         reply: Mapping[str, Any], *, driver_connection_id: Optional[int] = None,
                         server_connection_id: Optional[int] = None, max_length: Optional[int] = None) -> LogMessage:
     return log_message("Server heartbeat succeeded", **_server_fields(topology_id, address), awaited=awaited,
@@ -467,7 +459,7 @@ def heartbeat_succeeded(topology_id: Any, address: Any, awaited: bool, duration:
                        driverConnectionId=driver_connection_id, serverConnectionId=server_connection_id)
 
 
-def heartbeat_failed(topology_id: Any, address: Any, awaited: bool, duration: Duration, error: Any, *,
+def heartbeat_failed(topology_id: ObjectId, address: Address, awaited: bool, duration: Duration, error: Any, *,
                      driver_connection_id: Optional[int] = None,
                      server_connection_id: Optional[int] = None) -> LogMessage:
     return log_message("Server heartbeat failed", **_server_fields(topology_id, address), awaited=awaited,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Optional
 
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.logs.messages import (
     CONNECTION,
     LOGGER_NAMES,
@@ -31,6 +32,7 @@ from greenmongo.logs.messages import (
     service_id_text,
     split_address,
 )
+from greenmongo.sdam.address import Address
 
 CONNECTION_LOGGER = logging.getLogger(LOGGER_NAMES[CONNECTION])
 
@@ -61,7 +63,7 @@ class ConnectionLogger:
 
     __slots__ = ("_logger", "_host", "_port")
 
-    def __init__(self, address: Any, logger: logging.Logger = CONNECTION_LOGGER) -> None:
+    def __init__(self, address: Address, logger: logging.Logger = CONNECTION_LOGGER) -> None:
         self._logger = logger
         self._host, self._port = split_address(address)
 
@@ -78,7 +80,7 @@ class ConnectionLogger:
     def pool_ready(self) -> None:
         self._emit("Connection pool ready")
 
-    def pool_cleared(self, service_id: Any = None) -> None:
+    def pool_cleared(self, service_id: Optional[ObjectId] = None) -> None:
         self._emit("Connection pool cleared", serviceId=service_id_text(service_id))
 
     def pool_closed(self) -> None:

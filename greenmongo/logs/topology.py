@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Optional
 
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.logs import messages
 from greenmongo.logs.messages import LogMessage, max_document_length, truncate
 from greenmongo.monitoring.topology import (
@@ -22,6 +23,7 @@ from greenmongo.monitoring.topology import (
     TopologyDescriptionChangedEvent,
     TopologyOpenedEvent,
 )
+from greenmongo.sdam.address import Address
 
 TOPOLOGY_LOGGER = logging.getLogger(messages.LOGGER_NAMES[messages.TOPOLOGY])
 SERVER_SELECTION_LOGGER = logging.getLogger(messages.LOGGER_NAMES[messages.SERVER_SELECTION])
@@ -32,7 +34,7 @@ class TopologyLogger:
 
     __slots__ = ("_topology_id", "_logger")
 
-    def __init__(self, topology_id: Any, logger: logging.Logger = TOPOLOGY_LOGGER) -> None:
+    def __init__(self, topology_id: ObjectId, logger: logging.Logger = TOPOLOGY_LOGGER) -> None:
         self._topology_id = topology_id
         self._logger = logger
 
@@ -57,19 +59,19 @@ class TopologyLogger:
             return
         self._logger.debug(message)
 
-    def heartbeat_started(self, address: Any, awaited: bool, connection_id: Optional[int],
+    def heartbeat_started(self, address: Address, awaited: bool, connection_id: Optional[int],
                           server_connection_id: Optional[int]) -> None:
         self._logger.debug(messages.heartbeat_started(
             self._topology_id, address, awaited, driver_connection_id=connection_id,
             server_connection_id=server_connection_id))
 
-    def heartbeat_succeeded(self, address: Any, awaited: bool, duration: float, reply: Mapping[str, Any],
+    def heartbeat_succeeded(self, address: Address, awaited: bool, duration: float, reply: Mapping[str, Any],
                             connection_id: Optional[int], server_connection_id: Optional[int]) -> None:
         self._logger.debug(messages.heartbeat_succeeded(
             self._topology_id, address, awaited, duration, reply, driver_connection_id=connection_id,
             server_connection_id=server_connection_id))
 
-    def heartbeat_failed(self, address: Any, awaited: bool, duration: float, error: BaseException,
+    def heartbeat_failed(self, address: Address, awaited: bool, duration: float, error: BaseException,
                          connection_id: Optional[int], server_connection_id: Optional[int]) -> None:
         self._logger.debug(messages.heartbeat_failed(
             self._topology_id, address, awaited, duration, error, driver_connection_id=connection_id,
@@ -95,7 +97,7 @@ class SelectionLogger:
         self._logger.debug(messages.server_selection_started(
             self._operation, self._selector, description, operation_id=self._operation_id))
 
-    def succeeded(self, description: Any, address: Any) -> None:
+    def succeeded(self, description: Any, address: Address) -> None:
         self._logger.debug(messages.server_selection_succeeded(
             self._operation, self._selector, description, address, operation_id=self._operation_id))
 
