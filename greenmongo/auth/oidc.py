@@ -176,7 +176,6 @@ class OidcClientCache:
         self.refresh_token: Optional[str] = None
         self.idp_info: Optional[OIDCIdPInfo] = None
         self._connection_tokens: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
-        self.callback_calls = 0
 
     def invalidate(self, token: Optional[str]) -> None:
         """Forget the cached access token only if it is still ``token``."""
@@ -270,7 +269,6 @@ class _OidcAuth:
         return OIDCCallbackContext(timeout_seconds=timeout, username=self.credentials.username, **extra)
 
     def _call(self, callback: Any, **extra: Any) -> OIDCCallbackResult:
-        self.state.callback_calls += 1
         return _call_callback(callback, self._context(**extra))
 
     def _one_step(self, token: str) -> None:

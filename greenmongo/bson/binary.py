@@ -108,10 +108,6 @@ def _swap_java(data: bytes) -> bytes:
     return data[0:8][::-1] + data[8:16][::-1]
 
 
-def _swap_csharp(data: bytes) -> bytes:
-    return data[3::-1] + data[5:3:-1] + data[7:5:-1] + data[8:]
-
-
 class Binary(bytes):
     """Bytes plus a BSON binary subtype. Subtype 0 decodes to plain ``bytes``."""
 

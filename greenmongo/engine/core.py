@@ -183,10 +183,6 @@ class ClientCore:
                 pass  # the server reaps abandoned cursors itself after 10 minutes
         self._pending_kills.extend(waiting)
 
-    @property
-    def pending_kills(self) -> int:
-        return len(self._pending_kills)
-
     # -- lifecycle ----------------------------------------------------------------------------------
 
     def open(self) -> None:

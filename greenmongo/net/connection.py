@@ -110,7 +110,6 @@ class Connection:
         self._closed = False
         self._busy = False
         self._exhaust_response_to: Optional[int] = None
-        self.last_request_id = 0
         self._read_buffer = bytearray(_READ_CHUNK)
         self._read_view = memoryview(self._read_buffer)
         self._read_pos = self._read_end = 0
@@ -223,7 +222,6 @@ class Connection:
         command_name = next(iter(spec))
         if request_id is None:  # command monitoring passes its own, to name it in the started event
             request_id = next_request_id()
-        self.last_request_id = request_id
         if self.supports_op_msg:
             flags = 0
             if unacknowledged:

@@ -58,10 +58,6 @@ class ProxySettings:
         if bool(self.username) != bool(self.password):
             raise ConfigurationError("proxyUsername and proxyPassword must be given together")
 
-    @property
-    def uses_password(self) -> bool:
-        return bool(self.username) and bool(self.password)
-
 
 @dataclass(frozen=True)
 class ConnectionSettings:

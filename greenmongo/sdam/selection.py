@@ -42,7 +42,6 @@ from greenmongo.sdam.topology_description import TopologyDescription
 from greenmongo.sdam.topology_type import REPLICA_SET_TYPES, TopologyType
 from greenmongo.wire.versions import MAX_STALENESS_MIN_WIRE_VERSION
 
-MODE_NAMES = ("primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest")
 
 
 

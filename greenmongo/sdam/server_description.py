@@ -13,7 +13,7 @@ from typing import Any, FrozenSet, Iterable, List, Mapping, Optional, Tuple
 
 from greenmongo.bson.objectid import ObjectId
 from greenmongo.sdam.address import Address, format_address, parse_address
-from greenmongo.sdam.server_type import DATA_BEARING_TYPES, ServerType
+from greenmongo.sdam.server_type import ServerType
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
@@ -326,10 +326,6 @@ class ServerDescription:
     @property
     def is_server_type_known(self) -> bool:
         return self._server_type is not ServerType.Unknown
-
-    @property
-    def is_data_bearing(self) -> bool:
-        return self._server_type in DATA_BEARING_TYPES
 
     @property
     def is_writable(self) -> bool:

@@ -20,7 +20,6 @@ OP_MSG = 2013
 
 #: Opcodes a server may send to a driver.
 REPLY_OPCODES = frozenset({OP_REPLY, OP_COMPRESSED, OP_MSG})
-OPCODE_NAMES = {OP_REPLY: "OP_REPLY", OP_QUERY: "OP_QUERY", OP_COMPRESSED: "OP_COMPRESSED", OP_MSG: "OP_MSG"}
 
 HEADER = struct.Struct("<iiii")
 HEADER_SIZE = HEADER.size
