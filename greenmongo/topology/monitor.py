@@ -28,7 +28,7 @@ import os
 import weakref
 from dataclasses import dataclass
 from time import monotonic
-from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Tuple
 
 import gevent
 
@@ -51,6 +51,9 @@ from greenmongo.sdam.server_description import ServerDescription
 from greenmongo.sdam.settings import MIN_HEARTBEAT_FREQUENCY
 from greenmongo.topology.rtt_monitor import RttMonitor
 from greenmongo.wire.command_errors import check_command_reply
+
+if TYPE_CHECKING:
+    from greenmongo.net.connection import Connection
 
 STREAM, POLL, AUTO = "stream", "poll", "auto"
 MONITORING_MODES = (STREAM, POLL, AUTO)
@@ -81,7 +84,7 @@ class MonitorSettings:
     heartbeat_frequency: float
     connect_timeout: Optional[float]
     streaming: bool
-    connect: Callable[[Address], Any]
+    connect: Callable[[Address], "Connection"]
 
     @property
     def await_timeout(self) -> Optional[float]:
@@ -119,7 +122,7 @@ class Monitor(BackgroundWorker):
         self._publish = (publisher or OrderedPublisher()).publish
         self.rtt = RoundTripTimes()
         self._rtt_monitor: Optional[RttMonitor] = None
-        self._conn: Any = None
+        self._conn: Optional["Connection"] = None
         self._description = ServerDescription(address)
         self.checks = 0
 
@@ -263,12 +266,13 @@ class Monitor(BackgroundWorker):
         self._heartbeat_succeeded(awaited, duration, reply, conn)
         return description, None
 
-    def _after_failure(self, awaited: bool, duration: float, error: BaseException, conn: Any) -> None:
+    def _after_failure(self, awaited: bool, duration: float, error: BaseException,
+                       conn: Optional["Connection"]) -> None:
         self._close_connection(f"check failed: {error}")
         self.rtt.reset()
         self._heartbeat_failed(awaited, duration, error, conn)
 
-    def _hello_command(self, conn: Any, topology_version: Optional[Mapping[str, Any]]) -> dict:
+    def _hello_command(self, conn: "Connection", topology_version: Optional[Mapping[str, Any]]) -> dict:
         if conn.hello_ok:
             command: dict = {"hello": 1}
         else:
@@ -279,7 +283,7 @@ class Monitor(BackgroundWorker):
         return command
 
     @staticmethod
-    def _next_streamed_reply(conn: Any) -> dict:
+    def _next_streamed_reply(conn: "Connection") -> dict:
         # Any responseTo is accepted, as other drivers do: some servers number streamed replies
         # after the original request rather than after the previous reply.
         document = conn.receive_message(None, timeout=None).document()
@@ -289,20 +293,21 @@ class Monitor(BackgroundWorker):
     # -- heartbeat events and logs -------------------------------------------------------------
 
     @staticmethod
-    def _ids(conn: Any) -> Tuple[Optional[int], Optional[int]]:
+    def _ids(conn: Optional["Connection"]) -> Tuple[Optional[int], Optional[int]]:
         if conn is None:
             return None, None
         hello = getattr(conn, "hello", None) or {}
         server_id = hello.get("connectionId")
         return getattr(conn, "id", None), int(server_id) if server_id is not None else None
 
-    def _heartbeat_started(self, awaited: bool, conn: Any) -> None:
+    def _heartbeat_started(self, awaited: bool, conn: Optional["Connection"]) -> None:
         if self._listeners:
             self._publish(publish, self._listeners, ServerHeartbeatStartedEvent(self.address, awaited))
         if self._logger is not None and self._logger.enabled():
             self._publish(self._logger.heartbeat_started, self.address, awaited, *self._ids(conn))
 
-    def _heartbeat_succeeded(self, awaited: bool, duration: float, reply: Any, conn: Any) -> None:
+    def _heartbeat_succeeded(self, awaited: bool, duration: float, reply: Any,
+                             conn: Optional["Connection"]) -> None:
         if self._listeners:
             self._publish(publish, self._listeners, ServerHeartbeatSucceededEvent(duration, reply, self.address,
                                                                                   awaited))
@@ -310,7 +315,8 @@ class Monitor(BackgroundWorker):
             self._publish(self._logger.heartbeat_succeeded, self.address, awaited, duration, reply,
                           *self._ids(conn))
 
-    def _heartbeat_failed(self, awaited: bool, duration: float, error: BaseException, conn: Any) -> None:
+    def _heartbeat_failed(self, awaited: bool, duration: float, error: BaseException,
+                          conn: Optional["Connection"]) -> None:
         if self._listeners:
             event = ServerHeartbeatFailedEvent(duration, error, self.address, awaited)  # type: ignore[arg-type]
             self._publish(publish, self._listeners, event)

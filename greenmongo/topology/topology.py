@@ -31,13 +31,14 @@ import random
 import weakref
 from contextlib import contextmanager
 from time import monotonic
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import gevent
 from gevent.event import Event
 from gevent.lock import RLock
 
 from greenmongo.auth import AuthCache, Authenticator
+from greenmongo.bson.objectid import ObjectId
 from greenmongo.errors import (
     ConfigurationError,
     InvalidOperation,
@@ -71,9 +72,7 @@ IGNORED = ErrorDecision(ignored=True)
 ServerSelector = Callable[[List[ServerDescription]], List[ServerDescription]]
 
 
-def _new_topology_id() -> Any:
-    from greenmongo.bson.objectid import ObjectId
-
+def _new_topology_id() -> ObjectId:
     return ObjectId()
 
 
@@ -99,7 +98,7 @@ class Topology:
         srv_service_name: str = "mongodb",
         srv_resolver: Any = None,
         srv_min_rescan_interval: float = MIN_RESCAN_INTERVAL,
-        topology_id: Any = None,
+        topology_id: Optional[ObjectId] = None,
         rng: Optional[random.Random] = None,
     ) -> None:
         """``credentials`` (a MongoCredential) authenticates application connections, never monitors.
@@ -457,8 +456,8 @@ class Topology:
         generation: int,
         completed_handshake: bool,
         max_wire_version: Optional[int] = None,
-        service_id: Any = None,
-        reply: Any = None,
+        service_id: Optional[ObjectId] = None,
+        reply: Optional[Mapping[str, Any]] = None,
         is_auth_error: bool = False,
     ) -> ErrorDecision:
         """SDAM's handling of an error an operation hit on ``address``; returns what was decided.
