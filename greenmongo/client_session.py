@@ -93,7 +93,7 @@ def session_state(session: Optional["ClientSession"], core: "ClientCore") -> Opt
 class ClientSession:
     """A logical session: PyMongo's ClientSession API (``client.start_session()`` makes one)."""
 
-    __class_getitem__ = classmethod(GenericAlias)  # ClientSession[dict], as PyMongo's generic class
+    __class_getitem__: Any = classmethod(GenericAlias)  # ClientSession[dict], as PyMongo's generic class
 
     def __init__(self, client: Any, core: "ClientCore", options: Optional[SessionOptions] = None) -> None:
         self._client = client

@@ -10,7 +10,7 @@ from its Database (and from the client before that).
 from __future__ import annotations
 
 from collections import abc
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union, cast
 
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.change_stream import CollectionChangeStream, Watchable, WatchOptions
@@ -427,9 +427,10 @@ class Collection(BaseObject, Watchable):
         timeout_mode = kwargs.pop("timeout_mode", None)
         operation = self._aggregate_operation(self._database.name, self._name, pipeline, kwargs.pop("let", None),
                                               comment, kwargs, raw_codec_options(self._codec_options))
-        return open_command_cursor(self, operation, session, timeout_mode=timeout_mode,
-                                   cursor_class=RawBatchCommandCursor, writes=operation.is_write,
-                                   max_await_time_ms=operation.max_await_time_ms)
+        cursor = open_command_cursor(self, operation, session, timeout_mode=timeout_mode,
+                                     cursor_class=RawBatchCommandCursor, writes=operation.is_write,
+                                     max_await_time_ms=operation.max_await_time_ms)
+        return cast(RawBatchCommandCursor, cursor)  # an instance of the cursor_class given
 
     def _change_stream(self, options: WatchOptions, session: Optional[ClientSession]) -> CollectionChangeStream:
         return CollectionChangeStream(self, options, session)

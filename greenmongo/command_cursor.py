@@ -331,10 +331,10 @@ class RawBatchCommandCursor(CommandCursor[bytes]):
     def __getitem__(self, index: Any) -> Any:
         raise InvalidOperation("Cannot call __getitem__ on RawBatchCommandCursor")
 
-    __class_getitem__ = classmethod(GenericAlias)  # RawBatchCommandCursor[dict], as PyMongo's (generic) class
+    __class_getitem__: Any = classmethod(GenericAlias)  # RawBatchCommandCursor[dict], as PyMongo's (generic) class
 
 
-def open_command_cursor(owner: Any, operation: Operation[CursorState], session: Optional["ClientSession"], *,
+def open_command_cursor(owner: Any, operation: Operation[Any], session: Optional["ClientSession"], *,
                         timeout_mode: Optional[str] = None, read_preference: Any = None,
                         cursor_class: "type[CommandCursor[Any]]" = CommandCursor, tailable: bool = False,
                         await_data: bool = False, writes: bool = False,

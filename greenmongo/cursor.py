@@ -393,7 +393,7 @@ class Cursor(_CursorBase[Any]):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._collection.full_name} filter={self._spec.filter!r} alive={self.alive}>"
 
-    __class_getitem__ = classmethod(GenericAlias)  # Cursor[dict], as PyMongo's Cursor[_DocumentType]
+    __class_getitem__: Any = classmethod(GenericAlias)  # Cursor[dict], as PyMongo's Cursor[_DocumentType]
 
 
 class RawBatchCursor(Cursor):

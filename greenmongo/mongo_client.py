@@ -42,7 +42,7 @@ class MongoClient(Watchable):
 
     HOST = "localhost"
     PORT = 27017
-    __class_getitem__ = classmethod(GenericAlias)
+    __class_getitem__: Any = classmethod(GenericAlias)
 
     def __init__(
         self,

@@ -182,7 +182,7 @@ def _options_from_pairs(pairs: Any, validate: bool, warn: bool, normalize: bool)
     return options
 
 
-def validate_options(opts: Mapping[str, Any], warn: bool = False) -> MutableMapping[str, Any]:
+def validate_options(opts: Mapping[str, Any], warn: bool = False) -> _CaseInsensitiveDictionary:
     """Validate connection string options (text values) with PyMongo's validators; a new mapping.
 
     An unknown option or a bad value raises, or with ``warn=True`` warns and is left out.
@@ -265,6 +265,7 @@ def parse_uri(
     if parts.srv:
         if _is_true(options.get("directConnection")):
             raise ConfigurationError(f"Cannot specify directConnection=true with {SRV_SCHEME} URIs")
+        assert parts.fqdn is not None  # a mongodb+srv URI names its host
         nodes = _resolve_srv(parts.fqdn, options, validate, warn, normalize, connect_timeout,
                              srv_service_name or options.get("srvServiceName") or SRV_SERVICE_NAME)
         if max_hosts and _is_true(options.get("loadBalanced")):

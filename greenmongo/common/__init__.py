@@ -237,7 +237,7 @@ class BaseObject:
     #: The public class name PyMongo's messages use: "Database" or "Collection".
     _kind: str = ""
     #: ``Database[dict]``, ``Collection[dict]``: generic aliases, as PyMongo's generic classes.
-    __class_getitem__ = classmethod(GenericAlias)
+    __class_getitem__: Any = classmethod(GenericAlias)
     _codec_options: CodecOptions
     _read_preference: ServerMode
     _write_concern: WriteConcern

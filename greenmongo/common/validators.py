@@ -23,6 +23,7 @@ from greenmongo.errors import ConfigurationError
 from greenmongo.monitoring.topology import _EventListener
 from greenmongo.operations import arguments as _arguments
 from greenmongo.options import validators as _options
+from greenmongo.options.mapping import REDACTED
 from greenmongo.options.read_preferences import MONGOS_MODES, ServerMode
 from greenmongo.options.server_api import ServerApi
 
@@ -62,7 +63,7 @@ def validate_is_document_type(option: str, value: Any) -> None:
     _arguments.validate_is_document_type(option, value)
 
 
-def validate_list(option: str, value: Any) -> list:
+def validate_list(option: str, value: Any) -> list[Any]:
     return _arguments.validate_list(option, value)
 
 
@@ -206,13 +207,15 @@ def validate_read_preference_mode(dummy: Any, value: Any) -> str:
     """A read preference mode name as the connection string spells it; returned unchanged."""
     if value not in MONGOS_MODES:
         raise ValueError(f"{value} is not a valid read preference")
-    return value
+    mode: str = value
+    return mode
 
 
 def validate_auth_mechanism(option: str, value: Any) -> str:
     if value not in _options.MECHANISMS:
         raise ValueError(f"{option} must be in {tuple(_options.MECHANISMS)}")
-    return value
+    mechanism: str = value
+    return mechanism
 
 
 def validate_uuid_representation(dummy: Any, value: Any) -> int:
@@ -256,7 +259,7 @@ def redact_auth_mechanism_properties_for_repr(value: Any) -> Any:
     """A copy of an authMechanismProperties dict with every value but the harmless ones redacted."""
     if not isinstance(value, dict):
         return value
-    return {key: (item if str(key).upper() in _SAFE_AUTH_MECHANISM_PROPS_FOR_REPR else _options.REDACTED)
+    return {key: (item if str(key).upper() in _SAFE_AUTH_MECHANISM_PROPS_FOR_REPR else REDACTED)
             for key, item in value.items()}
 
 
@@ -324,7 +327,7 @@ def validate_type_registry(option: Any, value: Any) -> Optional[TypeRegistry]:
     return value
 
 
-def validate_list_or_none(option: Any, value: Any) -> Optional[list]:
+def validate_list_or_none(option: Any, value: Any) -> Optional[list[Any]]:
     return None if value is None else validate_list(option, value)
 
 
@@ -337,10 +340,10 @@ def validate_list_or_mapping(option: Any, value: Any) -> None:
 def validate_appname_or_none(option: str, value: Any) -> Optional[str]:
     if value is None:
         return None
-    validate_string(option, value)
-    if len(value.encode("utf-8")) > _options.MAX_APPNAME_BYTES:
+    appname = validate_string(option, value)
+    if len(appname.encode("utf-8")) > _options.MAX_APPNAME_BYTES:
         raise ValueError(f"{option} must be <= {_options.MAX_APPNAME_BYTES} bytes")
-    return value
+    return appname
 
 
 def validate_driver_or_none(option: Any, value: Any) -> Optional[DriverInfo]:
@@ -358,7 +361,8 @@ def validate_server_api_or_none(option: Any, value: Any) -> Optional[ServerApi]:
 def validate_is_callable_or_none(option: Any, value: Any) -> Optional[Callable[..., Any]]:
     if value is not None and not callable(value):
         raise TypeError(f"{option} must be a callable, not {type(value)}")
-    return value
+    function: Optional[Callable[..., Any]] = value
+    return function
 
 
 def validate_ok_for_replace(replacement: Mapping[str, Any]) -> None:
@@ -590,7 +594,7 @@ def get_validated_options(options: Mapping[str, Any], warn: bool = True) -> Muta
     return validated
 
 
-class _CaseInsensitiveDictionary(MutableMapping):
+class _CaseInsensitiveDictionary(MutableMapping[str, Any]):
     """A dict whose string keys are looked up case-insensitively (PyMongo's, which URI option code and
     some libraries use). As PyMongo's, iteration gives the keys lower-cased while ``repr`` and
     ``cased_key`` keep the spelling first stored."""

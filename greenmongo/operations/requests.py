@@ -144,7 +144,7 @@ class InsertOne(_WriteModel):
 
     __slots__ = ("_doc",)
     kind = INSERT
-    __class_getitem__ = classmethod(GenericAlias)  # InsertOne[dict], as PyMongo's generic class
+    __class_getitem__: Any = classmethod(GenericAlias)  # InsertOne[dict], as PyMongo's generic class
 
     def __init__(self, document: Any, namespace: Optional[str] = None) -> None:
         self._doc = document
@@ -293,7 +293,7 @@ class ReplaceOne(_UpdateModel):
 
     __slots__ = ()
     is_replacement = True
-    __class_getitem__ = classmethod(GenericAlias)  # ReplaceOne[dict], as PyMongo's generic class
+    __class_getitem__: Any = classmethod(GenericAlias)  # ReplaceOne[dict], as PyMongo's generic class
 
     def __init__(self, filter: Mapping[str, Any], replacement: Any, upsert: Optional[bool] = None,
                  collation: Any = None, hint: Any = None, namespace: Optional[str] = None,

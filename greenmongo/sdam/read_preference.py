@@ -12,9 +12,16 @@ PRIMARY, PRIMARY_PREFERRED, SECONDARY, SECONDARY_PREFERRED, NEAREST = range(5)
 
 
 class ReadPreferenceLike(Protocol):
-    mode: int
-    tag_sets: Sequence[Mapping[str, Any]]
-    max_staleness: int
+    """What selection reads of a read preference (``options.read_preferences.ServerMode``)."""
+
+    @property
+    def mode(self) -> int: ...
+
+    @property
+    def tag_sets(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def max_staleness(self) -> int: ...
 
 
 class _Primary:
