@@ -36,10 +36,10 @@ class _Snapshot:
         self.path = path
         self.argv = argv
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         tally = session.config.pluginmanager.get_plugin("spec-suite-tally")
-        if tally is None or not tally.counts:
-            return  # nothing ran (a usage error, or no spec item selected): keep the last snapshot
+        if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or tally is None or not tally.counts:
+            return  # interrupted, a usage error, or no spec item selected: keep the last snapshot
         with open(self.path, "w", encoding="utf-8") as fh:
             fh.write(tally.markdown(provenance(self.argv)))
 
