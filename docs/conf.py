@@ -69,14 +69,16 @@ def _reexports() -> dict[str, list[tuple[str, str]]]:
                 and getattr(value, "__module__", None) == source]
         names += [key for key, value in vars(module).items() if not key.startswith("_")
                   and (inspect.isclass(value) or inspect.isfunction(value)) and value.__module__ == name]
-        found[name] = [(_directive(getattr(module, key)), key) for key in dict.fromkeys(names)]
+        # Data is left out: its ``#:`` comment is in the source module, so autodoc would show its type's docstring.
+        found[name] = [(_directive(getattr(module, key)), key) for key in dict.fromkeys(names)
+                       if inspect.isclass(getattr(module, key)) or inspect.isfunction(getattr(module, key))]
     return found
 
 
 def _directive(value: object) -> str:
     if inspect.isclass(value):
         return "autoexception" if issubclass(value, BaseException) else "autoclass"
-    return "autofunction" if callable(value) else "autodata"
+    return "autofunction"
 
 
 # API reference.
@@ -94,12 +96,12 @@ autosummary_context = {
     # these bases give every subclass (an exception's ``args``, a dict's ``keys``).
     "api_inherited_stop": "object, BaseException, dict, int, str, bytes, float, tuple, list, Generic, Enum, Mapping, "
                           "MutableMapping",
-    # Pages whose classes share one base's members: the base documents them once.
-    "api_no_inherited": ["greenmongo.errors", "greenmongo.bson.errors", "greenmongo.gridfs.errors"],
+    # Exception hierarchies: each class shows its bases, and the base documents the members they share once.
+    "api_hierarchies": ["greenmongo.errors", "greenmongo.bson.errors", "greenmongo.gridfs.errors"],
     "api_exclude": {
         "greenmongo.cursor": "CommandCursor, RawBatchCommandCursor",
         "greenmongo.command_cursor": "core_of, open_command_cursor, raw_codec_options, RAW_BATCH_CODEC_OPTIONS",
-        "greenmongo.collection": "ReturnDocument, check_options",
+        "greenmongo.collection": "check_options",
         "greenmongo.database": "validate_database_name",
         "greenmongo.gridfs.grid_file": "GridFS, GridFSBucket, CorruptGridFile, FileExists, NoFile",
     },
