@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -42,7 +43,6 @@ templates_path = ["_templates"]
 
 # Markdown pages: headings get anchors (``gevent.md#threads`` links work in Sphinx as on GitHub).
 myst_heading_anchors = 3
-myst_enable_extensions = ["deflist"]
 
 
 
@@ -80,6 +80,17 @@ def _directive(value: object) -> str:
         return "autoexception" if issubclass(value, BaseException) else "autoclass"
     return "autofunction"
 
+
+def _drop_stale_api_pages() -> None:
+    """Delete generated pages of modules no longer listed (a leftover page would be "not in any toctree")."""
+    for index in DOCS.glob("api/*/index.rst"):
+        listed = index.read_text(encoding="utf-8")
+        for page in (index.parent / "generated").glob("*.rst"):
+            if not re.search(rf"^\s+{re.escape(page.stem.rsplit('.', 1)[-1])}\s*$", listed, re.M):
+                page.unlink()
+
+
+_drop_stale_api_pages()
 
 # API reference.
 autosummary_generate = True

@@ -83,7 +83,7 @@ class SuiteTally:
             f"**Total: {totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped "
             f"(of which {totals['xfailed']} known failures).**",
             "",
-            "| suite | passed | failed | skipped | of which known failures |",
+            "| suite | passed | failed | skipped | known failures (skipped) |",
             "| --- | ---: | ---: | ---: | ---: |",
         ]
         for name, counts in sorted(self.counts.items()):
