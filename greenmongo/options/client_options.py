@@ -199,7 +199,7 @@ class ClientOptions:
 
     @property
     def options(self) -> OptionsMapping:
-        """Every option set, under its canonical name, in the units given (milliseconds for *MS)."""
+        """Every option set, under its canonical name, in the units given (milliseconds for ``*MS``)."""
         return self._options
 
     @property
