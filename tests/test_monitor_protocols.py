@@ -17,7 +17,8 @@ from greenmongo.monitoring.topology import (
 )
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.topology.monitor import running_in_faas, streaming_enabled
-from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology, wait_until
+from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
+from tests.waits import wait_until
 
 HEARTBEATS = (ServerHeartbeatStartedEvent, ServerHeartbeatSucceededEvent, ServerHeartbeatFailedEvent)
 

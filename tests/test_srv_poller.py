@@ -20,7 +20,8 @@ from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
 from greenmongo.topology.srv_poller import SrvPoller, verified_hosts
 from tests.servers.dns import LoopbackDnsServer
-from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology, wait_until
+from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
+from tests.waits import wait_until
 
 SRV_HOST = "cluster.0.0.1"
 QUERY = "_mongodb._tcp.cluster.0.0.1"

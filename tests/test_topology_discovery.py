@@ -19,7 +19,8 @@ from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
 from greenmongo.topology.monitor import Monitor
 from greenmongo.topology.rtt_monitor import RttMonitor
-from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology, wait_until
+from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
+from tests.waits import wait_until
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ from greenmongo.options import ClientOptions
 from greenmongo.pool import PoolOptions
 from greenmongo.sdam.server_type import ServerType
 from tests.servers.scripted import Reply
-from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology, wait_until
+from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
+from tests.waits import wait_until
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from greenmongo.monitoring.topology import (
     TopologyDescriptionChangedEvent,
 )
 from greenmongo.sdam.server_type import ServerType
-from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology, wait_until
+from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
+from tests.waits import wait_until
 
 
 @pytest.fixture

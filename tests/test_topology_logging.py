@@ -10,7 +10,8 @@ from greenmongo.errors import ServerSelectionTimeoutError
 from greenmongo.monitoring.topology import ServerHeartbeatSucceededEvent
 from greenmongo.options.read_preferences import SecondaryPreferred
 from greenmongo.logs.topology import LogMessage, max_document_length, truncate
-from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology, wait_until
+from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
+from tests.waits import wait_until
 
 
 class Capture(logging.Handler):

@@ -14,7 +14,8 @@ from greenmongo.options import ClientOptions
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
 from greenmongo.topology import Topology
-from tests.servers.topology_harness import Recorder, wait_until
+from tests.servers.topology_harness import Recorder
+from tests.waits import wait_until
 
 
 def _topology(uri: str, recorder: Recorder, **options) -> Topology:

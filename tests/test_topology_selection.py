@@ -21,7 +21,8 @@ from greenmongo.options.read_preferences import Nearest, PrimaryPreferred, Secon
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
 from tests.servers.scripted import ScriptedServer
-from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology, wait_until
+from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
+from tests.waits import wait_until
 
 
 @pytest.fixture

@@ -336,15 +336,6 @@ class Recorder(ServerHeartbeatListener, ServerListener, TopologyListener, Connec
         self.times.clear()
 
 
-def wait_until(condition: Any, timeout: float = 5.0, message: str = "condition") -> None:
-    """Poll ``condition()`` every 10 ms (tests only) until true; AssertionError on timeout."""
-    deadline = monotonic() + timeout
-    while not condition():
-        if monotonic() > deadline:
-            raise AssertionError(f"{message} not reached within {timeout}s")
-        gevent.sleep(0.01)
-
-
 def make_topology(seeds: Sequence[tuple], *, heartbeat: float = 0.5, connect_timeout: float = 1.0,
                   mode: str = "stream", listeners: Sequence[Any] = (), selection_timeout: float = 5.0,
                   open: bool = True, **settings: Any) -> Any:
