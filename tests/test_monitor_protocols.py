@@ -18,7 +18,7 @@ from greenmongo.monitoring.topology import (
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.topology.monitor import running_in_faas, streaming_enabled
 from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
-from tests.waits import wait_until
+from tests.waits import assert_stays, observe, wait_until
 
 HEARTBEATS = (ServerHeartbeatStartedEvent, ServerHeartbeatSucceededEvent, ServerHeartbeatFailedEvent)
 
@@ -134,12 +134,13 @@ def test_requested_check_wakes_a_polling_monitor_but_not_before_500ms(sim):
         done = monotonic()
         for _ in range(20):
             server.request_check()
-        gevent.sleep(0.3)
-        assert len(recorder.of(ServerHeartbeatStartedEvent)) == 2
+        # Not before the 500 ms minimum: no check for 0.3 s (well inside it, on a loaded machine too).
+        assert_stays(lambda: len(recorder.of(ServerHeartbeatStartedEvent)) == 2, 0.3, "two checks")
         wait_until(lambda: len(recorder.of(ServerHeartbeatStartedEvent)) == 3, 1, "third check")
         assert monotonic() - done >= 0.45
-        gevent.sleep(0.6)
-        assert len(recorder.of(ServerHeartbeatStartedEvent)) == 3
+        # The 20 requests coalesced into that one check: none follows (the heartbeat is 5 s away;
+        # a second check for the requests would come 0.5 s after the third).
+        assert_stays(lambda: len(recorder.of(ServerHeartbeatStartedEvent)) == 3, 0.6, "three checks")
     finally:
         topology.close()
 
@@ -212,7 +213,7 @@ def test_hanging_member_times_out_clears_pool_and_interrupts_in_use_connections(
                 outcome.append((exc, monotonic()))
 
         operation = gevent.spawn(long_operation)
-        gevent.sleep(0.05)
+        wait_until(lambda: a.server.commands("sleep"), message="the long operation reached the member")
         hung_at = monotonic()
         a.hang()
         operation.join(3.0)
@@ -260,7 +261,7 @@ def test_idle_streaming_topology_wakes_only_for_heartbeats_and_rtt_pings(sim):
         previous = greenlet.settrace(trace)
         started = monotonic()
         try:
-            gevent.sleep(2.5 * heartbeat)
+            observe(2.5 * heartbeat)
         finally:
             greenlet.settrace(previous)
         pings = monitor.rtt_monitor.samples_taken - pings_before

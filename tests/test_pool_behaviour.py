@@ -22,6 +22,7 @@ from greenmongo.monitoring.pool import (ConnectionCheckOutFailedEvent, Connectio
 from greenmongo.pool import Pool, PoolClosedError, PoolOptions
 from greenmongo.logs.pool import StructuredMessage
 from tests.api_support import PoolRecorder as Recorder
+from tests.waits import eventually, wait_until
 
 
 class Conn:
@@ -280,12 +281,10 @@ def test_clear_with_interrupt_cancels_background_population() -> None:
     errors: List[BaseException] = []
     pool = Pool(("behaviour", 27017), factory, PoolOptions(min_pool_size=2), on_populate_error=errors.append)
     pool.ready()
-    gevent.sleep(0.01)
-    assert pool.stats().pending == 2 and pool.stats().populators == 2
+    wait_until(lambda: pool.stats().pending == 2 and pool.stats().populators == 2, message="two establishing")
     pool.clear(interrupt_in_use_connections=True)
-    gevent.sleep(0.01)
-    stats = pool.stats()
-    assert (stats.pending, stats.total, stats.populators) == (0, 0, 0)
+    wait_until(lambda: (pool.stats().pending, pool.stats().total, pool.stats().populators) == (0, 0, 0),
+               message=lambda: f"population cancelled; {pool.stats()}")
     assert errors == []  # an interruption is not an establishment error for SDAM
 
 
@@ -307,7 +306,7 @@ def test_populate_error_reaches_sdam_hook_before_closed_event() -> None:
                 on_populate_error=lambda error: holder[0].clear(cause=error))
     holder.append(pool)
     pool.ready()
-    gevent.sleep(0.01)
+    wait_until(lambda: "closed" in order, message="the failed connection's ConnectionClosedEvent")
     assert order[:2] == ["cleared", "closed"]
     assert pool.state == "paused"
     with pytest.raises(PoolClearedError, match="connection refused"):
@@ -345,12 +344,14 @@ def test_close_cancels_background_population() -> None:
 
     recorder = Recorder()
     pool = make_pool(factory, [recorder], min_pool_size=2)
-    gevent.sleep(0.01)
-    assert pool.stats().pending == 2
+    wait_until(lambda: pool.stats().pending == 2, message="two establishing")
     pool.close()
-    gevent.sleep(0.01)
-    stats = pool.stats()
-    assert (stats.pending, stats.total, stats.populators, stats.establishing) == (0, 0, 0, 0)
+
+    def cancelled() -> None:
+        stats = pool.stats()
+        assert (stats.pending, stats.total, stats.populators, stats.establishing) == (0, 0, 0, 0), stats
+
+    eventually(cancelled, message="population cancelled by close()")
     assert [event.reason for event in recorder.of(ConnectionClosedEvent)] == ["error", "error"]
 
 
@@ -390,22 +391,20 @@ def test_paused_pool_refuses_checkouts_with_retryable_error() -> None:
 
 def test_min_pool_size_is_filled_and_refilled() -> None:
     pool = make_pool(min_pool_size=3, max_connecting=2)
-    gevent.sleep(0.01)
-    assert_at_rest(pool, 3)
+    eventually(lambda: assert_at_rest(pool, 3), message="minPoolSize filled")
     conns = [pool.check_out() for _ in range(3)]
     for conn in conns:
         conn.closed = True
         pool.check_in(conn)
-    gevent.sleep(0.01)
-    assert_at_rest(pool, 3)
+    assert pool.stats().total == 0  # the closed ones were dropped at check-in...
+    eventually(lambda: assert_at_rest(pool, 3), message="minPoolSize refilled")  # ...and replaced
 
 
 def test_idle_connections_closed_in_background() -> None:
     recorder = Recorder()
     pool = make_pool(listeners=[recorder], max_idle_time=0.01, maintenance_interval=0.005)
     pool.check_in(pool.check_out())
-    gevent.sleep(0.05)
-    assert pool.stats().total == 0
+    wait_until(lambda: pool.stats().total == 0, message="the idle connection closed")
     assert [event.reason for event in recorder.of(ConnectionClosedEvent)] == ["idle"]
 
 
@@ -423,13 +422,13 @@ def test_no_background_creation_is_observable_before_pool_ready_event() -> None:
 
     pool = make_pool(listeners=[Switching()], ready=False, min_pool_size=1, maintenance_interval=0.001)
     pool.ready()
-    gevent.sleep(0.01)
+    wait_until(lambda: "created" in seen, message="the background connection created")
     assert seen == ["ready", "ready done", "created"]
 
 
 def test_maintenance_greenlet_ends_when_pool_is_dropped() -> None:
     pool = make_pool(min_pool_size=1, max_idle_time=1)
-    gevent.sleep(0.01)
+    wait_until(lambda p=pool: p.stats().available == 1, message="minPoolSize filled")
     glet = pool._maintenance
     assert glet is not None and not glet.dead
     del pool
@@ -441,6 +440,7 @@ def test_maintenance_greenlet_ends_when_pool_is_dropped() -> None:
 HUB_SCRIPT = textwrap.dedent("""
     import gevent
     from greenmongo.pool import Pool, PoolOptions
+    from tests.waits import wait_until
 
     class Conn:
         closed = False
@@ -453,7 +453,7 @@ HUB_SCRIPT = textwrap.dedent("""
     kept.ready()
     closed = Pool(("b", 1), Conn, PoolOptions(min_pool_size=2, max_idle_time=5))
     closed.ready()
-    gevent.sleep(0.01)
+    wait_until(lambda: kept.stats().available == 2 and closed.stats().available == 2, message="both filled")
     conn = kept.check_out()
     kept.check_in(conn)
     closed.close()

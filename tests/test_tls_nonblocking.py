@@ -13,6 +13,7 @@ from greenmongo.net.handshake import open_connection
 from greenmongo.options.connection_settings import ConnectionSettings, TlsSettings
 from tests.servers.scripted import ScriptedServer
 from tests.servers.tls_certs import make_ca, make_cert, server_context
+from tests.waits import wait_until
 
 
 class Ticker:
@@ -41,7 +42,7 @@ class Ticker:
 @pytest.fixture
 def ticker():
     running = Ticker()
-    gevent.sleep(0.01)
+    wait_until(lambda: len(running.ticks) >= 2, message="the ticker ticking")
     yield running
     running.stop()
 
@@ -94,7 +95,7 @@ def test_close_wakes_a_parked_reader_and_its_descriptor_is_never_read_again(pki)
         conn = open_connection(tls_server.address, settings)
         stream = conn._stream
         parked = gevent.spawn(stream.recv_into, bytearray(64), 64)  # the server never sends: parks
-        gevent.sleep(0.05)
+        wait_until(lambda: stream._read_watcher.active, message="the reader parked on its descriptor")
         assert not parked.dead
         conn.close()
         parked.join(timeout=2)
@@ -134,7 +135,7 @@ def test_a_socket_closed_underneath_never_lets_openssl_read_a_reused_descriptor(
         stream = conn._stream
         fd = stream.fileno()
         parked = gevent.spawn(stream.recv_into, bytearray(64), 64)
-        gevent.sleep(0.05)
+        wait_until(lambda: stream._read_watcher.active, message="the reader parked on its descriptor")
         stream._sock.close()  # behind the wrapper's back
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))

@@ -67,6 +67,11 @@ def wait_until(condition: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT, m
         gevent.sleep(interval)
 
 
+def eventually(check: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT, message: Message = "check") -> None:
+    """Run ``check`` (which asserts) until it passes; on timeout the AssertionError names ``message``."""
+    wait_until(lambda: check() or True, timeout, message)
+
+
 def wait_event(event: Any, timeout: float = DEFAULT_TIMEOUT, message: str = "event") -> None:
     """Wait for ``event`` (anything with ``wait(timeout) -> bool``); AssertionError when not set in time."""
     if not event.wait(timeout):
