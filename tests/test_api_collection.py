@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gevent
 import pytest
 
 from greenmongo.collection import Collection, ReturnDocument
@@ -31,6 +30,7 @@ from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ReadPreference
 from greenmongo.options.write_concern import WriteConcern
 from tests.api_support import scratch_database
+from tests.waits import wait_until
 
 
 @pytest.fixture
@@ -233,9 +233,7 @@ def test_unacknowledged_writes_send_w0_and_have_no_counts(coll, recorder):
         return coll.count_documents({"_id": {"$in": ["w0", "m1", "m2", "b1"]}}) == 4 and \
             coll.count_documents({"tag": "even"}) == 0 and coll.find_one({"_id": 5}).get("f") == 1
 
-    with gevent.Timeout(5):
-        while not applied():
-            gevent.sleep(0.01)
+    wait_until(applied, message="the unacknowledged writes applied")
 
 
 # -- find and modify --------------------------------------------------------------------------------------

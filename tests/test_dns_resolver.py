@@ -14,6 +14,7 @@ from greenmongo.net import dns as gdns
 from greenmongo.net.dns import DnsResolver
 from greenmongo.options import parse_uri
 from tests.servers.dns import HUGE_HOSTS, LoopbackDnsServer
+from tests.waits import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -147,8 +148,7 @@ def test_killed_lookups_release_their_sockets(server):
     resolver = DnsResolver([server.address], attempt_timeout=5.0, lifetime=5.0)
     before = _open_fds()
     jobs = [gevent.spawn(resolver.resolve_srv, "_mongodb._tcp.stall.greenmongo.test") for _ in range(20)]
-    gevent.sleep(0.05)
-    assert _open_fds() >= before + 20  # each waits on its own UDP socket
+    wait_until(lambda: _open_fds() >= before + 20, message="20 lookups waiting, each on its own UDP socket")
     gevent.killall(jobs)
     assert _open_fds() == before
 

@@ -12,6 +12,7 @@ from gevent.event import Event
 
 from greenmongo.errors import NetworkTimeout
 from greenmongo.hub.waiting import Interruptible, call_with_deadline, wait_for
+from tests.waits import assert_stays, wait_until
 
 
 _HUB_SCRIPT = r"""
@@ -86,11 +87,11 @@ def test_interruptible_delivers_only_while_active():
         gevent.sleep(5)  # no longer interruptible
 
     guard.greenlet = gevent.spawn(work)
-    gevent.sleep(0.01)
+    wait_until(lambda: guard.active, message="the interruptible wait entered")
     assert guard.interrupt(lambda: KeyError("stop"))
-    gevent.sleep(0.01)
-    assert caught and not guard.greenlet.dead
+    wait_until(lambda: caught, message="the interruption delivered")
+    assert not guard.greenlet.dead and not guard.active
     assert not guard.interrupt(lambda: KeyError("again"))  # not active: nothing thrown
-    gevent.sleep(0.01)
-    assert len(caught) == 1 and not guard.greenlet.dead
+    # Nothing was thrown, so nothing can be waited for: the greenlet stays in its plain sleep.
+    assert_stays(lambda: len(caught) == 1 and not guard.greenlet.dead, 0.05, "one interruption, still alive")
     guard.greenlet.kill()

@@ -10,6 +10,7 @@ import pytest
 
 from greenmongo.errors import WaitQueueTimeoutError
 from greenmongo.pool import Pool, PoolOptions
+from tests.waits import wait_until
 
 
 class Conn:
@@ -98,7 +99,7 @@ def test_order_kept_when_some_waiters_time_out_or_die() -> None:
         gevent.sleep(0)
     for glet in greenlets[2::5]:
         glet.kill()  # some die while waiting
-    gevent.sleep(0.05)  # the deadlines pass
+    wait_until(lambda: all(greenlets[i].dead for i in range(1, 30, 3)), message="the deadlines passed")
     pool.check_in(held)
     gevent.joinall(greenlets, timeout=5)
     killed = {index for index in range(2, 30, 5)}

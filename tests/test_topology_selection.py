@@ -22,7 +22,7 @@ from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
 from tests.servers.scripted import ScriptedServer
 from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
-from tests.waits import wait_until
+from tests.waits import assert_stays, wait_until
 
 
 @pytest.fixture
@@ -156,7 +156,7 @@ def test_killed_or_timed_out_selection_leaves_nothing_behind(sim):
     try:
         wait_until(lambda: len(topology.description.known_servers) == 3, 3, "discovery")
         waiters = [gevent.spawn(topology.select_server, is_write=True, timeout=10) for _ in range(5)]
-        gevent.sleep(0.05)
+        wait_until(lambda: topology._changed.linkcount() == 5, message="five selections waiting on the change event")
         assert all(not w.dead for w in waiters)
         gevent.killall(waiters)
         with pytest.raises(gevent.Timeout):
@@ -202,8 +202,9 @@ def test_load_balanced_mode_has_one_server_no_monitor_and_clears_by_service_id()
                 assert topology.description[balancer.address].server_type is ServerType.LoadBalancer
             finally:
                 server.end_operation()
-            gevent.sleep(0.1)
-            assert not recorder.of(ServerHeartbeatStartedEvent)  # no monitoring connection, ever
-            assert len(balancer.commands("hello")) == 1
+            # No monitoring connection, ever: nothing that could start one can be waited for, so a
+            # window (a monitor would have begun its first check at once).
+            assert_stays(lambda: not recorder.of(ServerHeartbeatStartedEvent)
+                         and len(balancer.commands("hello")) == 1, 0.1, "no heartbeat, one hello")
         finally:
             topology.close()

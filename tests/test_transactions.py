@@ -13,6 +13,7 @@ from greenmongo.read_preferences import ReadPreference
 from greenmongo.write_concern import WriteConcern
 from tests.api_support import Recorder, scratch_database
 from tests.test_kill_safety_e2e import pool_problems
+from tests.waits import wait_event, wait_until
 
 pytestmark = pytest.mark.server
 
@@ -109,7 +110,7 @@ def test_a_non_retryable_server_error_is_raised_at_once(client, recorder, coll) 
     assert info.value.code == 2 and len(recorder.commands("insert")) == 1
 
 
-def test_a_greenlet_killed_inside_a_transaction_leaks_nothing(client, coll) -> None:
+def test_a_greenlet_killed_inside_a_transaction_leaks_nothing(client, recorder, coll) -> None:
     """Killed while its second statement waits on the server: the ``with`` blocks abort the
     transaction and end the session; the pool is at rest and nothing was committed."""
     _fail_point(client, {"times": 1}, failCommands=["insert"], blockConnection=True, blockTimeMS=2000)
@@ -124,8 +125,10 @@ def test_a_greenlet_killed_inside_a_transaction_leaks_nothing(client, coll) -> N
 
     try:
         worker = gevent.spawn(work)
-        inside.wait(5)
-        gevent.sleep(0.2)  # the insert is on the wire, blocked by the failpoint
+        wait_event(inside, message="the transaction's first statement done")
+        # Its CommandStartedEvent is published right before the send: once we run again, the
+        # worker has yielded with the insert on the wire, blocked by the failpoint.
+        wait_until(lambda: recorder.commands("insert"), message="the insert sent")
         worker.kill(block=True, timeout=10)
         assert worker.dead
     finally:
