@@ -29,6 +29,7 @@ from tests.servers.scripted import (
     Stream,
     default_hello,
 )
+from tests.waits import wait_until
 
 
 @pytest.fixture
@@ -189,7 +190,7 @@ def test_killed_greenlet_closes_the_connection(server) -> None:
     server.script("find", Reply({"ok": 1}, delay=1.0))
     with connect(server) as conn:
         worker = gevent.spawn(conn.command, "db", {"find": "c"})
-        gevent.sleep(0.05)
+        wait_until(lambda: server.commands("find"), message="the find received")  # the worker awaits the reply
         worker.kill()
         assert conn.closed
 
@@ -198,7 +199,7 @@ def test_concurrent_use_is_refused(server) -> None:
     server.script("find", Reply({"ok": 1}, delay=0.2))
     with connect(server) as conn:
         first = gevent.spawn(conn.command, "db", {"find": "c"})
-        gevent.sleep(0.05)
+        wait_until(lambda: server.commands("find"), message="the find received")  # the reply is 0.2 s away
         with pytest.raises(InvalidOperation, match="already in use"):
             conn.command("db", {"ping": 1})
         assert first.get(timeout=2) == {"ok": 1}

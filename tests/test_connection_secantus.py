@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import socket
 import time
 from urllib.parse import urlparse
@@ -13,6 +14,7 @@ from greenmongo.net import connect as connect_module
 from greenmongo.net.handshake import open_connection
 from greenmongo.options.connection_settings import ConnectionSettings
 from tests.servers.secantus import free_port
+from tests.waits import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +66,8 @@ def test_connect_timeout() -> None:
             filler.setblocking(False)
             filler.connect_ex(listener.getsockname())
             fillers.append(filler)
-        time.sleep(0.1)
+        # A filler whose handshake completed (writable) sits in the one-place accept queue: it is full.
+        wait_until(lambda: select.select([], fillers, [], 0)[1], message="the backlog filled")
         started = time.monotonic()
         with pytest.raises(NetworkTimeout, match="connectTimeoutMS"):
             open_connection(listener.getsockname(), ConnectionSettings(connect_timeout=0.3))

@@ -26,6 +26,7 @@ from greenmongo.errors import AutoReconnect, ConnectionFailure, PyMongoError
 from greenmongo.monitoring.pool import ConnectionPoolListener
 from greenmongo.pool import Pool, PoolOptions
 from greenmongo.pool.waitqueue import HANDED_CONNECTION
+from tests.waits import eventually
 
 GREENLETS = 1_000
 OPS_PER_GREENLET = 10
@@ -274,8 +275,7 @@ def test_kill_injection_leaves_pool_at_rest(seed: int, overrides: Dict[str, Any]
     assert attempted == GREENLETS * OPS_PER_GREENLET, (attempted, harness.landed)
 
     pool.ready()
-    gevent.sleep(0.05)  # let background population settle
-    assert_at_rest(pool)
+    eventually(lambda: assert_at_rest(pool), message="background population settled")
 
     # The pool still serves 1,000 fresh checkouts.
     served = []

@@ -21,7 +21,7 @@ from greenmongo.sdam.topology_type import TopologyType
 from greenmongo.topology.srv_poller import SrvPoller, verified_hosts
 from tests.servers.dns import LoopbackDnsServer
 from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
-from tests.waits import wait_until
+from tests.waits import assert_stays, wait_until
 
 SRV_HOST = "cluster.0.0.1"
 QUERY = "_mongodb._tcp.cluster.0.0.1"
@@ -116,9 +116,8 @@ def test_dns_failure_and_invalid_targets_keep_the_hosts_and_retry_at_heartbeat(s
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="greenmongo.topology"):
             resolver.wait_lookups(len(resolver.queries) + 1)
-            gevent.sleep(0.01)
+            wait_until(lambda: "evil.example.com" in caplog.text, message="the dropped target logged")
         assert set(topology.description.addresses) == {m1.address, m2.address}
-        assert "evil.example.com" in caplog.text
         resolver.records = _records(m1)
         wait_until(lambda: topology.description.addresses == [m1.address], 3, "good answer applied")
         assert poller.interval == INTERVAL
@@ -182,8 +181,9 @@ def test_polling_stops_once_the_topology_is_a_replica_set(sim):
         poller.greenlet.join(2 * INTERVAL + 0.5)
         assert poller.greenlet.dead
         lookups = len(resolver.queries)
-        gevent.sleep(3 * INTERVAL)
-        assert len(resolver.queries) == lookups <= 1
+        assert lookups <= 1
+        # The poller is gone, so no lookup can be waited for: three intervals without one.
+        assert_stays(lambda: len(resolver.queries) == lookups, 3 * INTERVAL, "no further lookup")
     finally:
         topology.close()
 
@@ -193,8 +193,9 @@ def test_load_balanced_topology_never_polls():
     topology = make_topology([("127.0.0.1", 1)], load_balanced=True, srv_host=SRV_HOST, srv_resolver=resolver,
                              srv_min_rescan_interval=0.05)
     try:
-        gevent.sleep(0.2)
-        assert not topology._srv_poller and not resolver.queries
+        assert not topology._srv_poller
+        # A poller would look up at once; none exists, so a window of four intervals without one.
+        assert_stays(lambda: not resolver.queries, 0.2, "no SRV lookup")
     finally:
         topology.close()
 

@@ -20,7 +20,7 @@ from greenmongo.sdam.topology_type import TopologyType
 from greenmongo.topology.monitor import Monitor
 from greenmongo.topology.rtt_monitor import RttMonitor
 from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
-from tests.waits import wait_until
+from tests.waits import assert_stays, wait_until
 
 
 @pytest.fixture
@@ -89,7 +89,7 @@ def test_select_server_waits_on_the_change_event_and_wakes_on_election(sim):
         assert topology.description.topology_type is TopologyType.ReplicaSetNoPrimary
         got = []
         waiter = gevent.spawn(lambda: got.append(topology.select_server(is_write=True, timeout=5.0)))
-        gevent.sleep(0.3)
+        wait_until(lambda: topology._changed.linkcount() == 1, message="the selection waiting on the change event")
         assert not got and not waiter.dead  # no primary: still waiting
         elected_at = monotonic()
         sim.elect(c)
@@ -248,8 +248,9 @@ def test_opening_does_no_io_until_first_use(sim):
     recorder = Recorder()
     topology = make_topology([a.address], listeners=[recorder], open=False)
     try:
-        gevent.sleep(0.1)
-        assert not recorder.events and not a.server.requests
+        # Nothing may start, so nothing can be waited for: a window in which nothing does (a
+        # monitor would connect at once).
+        assert_stays(lambda: not recorder.events and not a.server.requests, 0.1, "no event, no request")
         server = topology.select_server()
         server.end_operation()
         assert topology.description.topology_type is TopologyType.Single
