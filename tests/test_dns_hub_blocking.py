@@ -133,10 +133,20 @@ class HubMonitor:
         self.preempted = 0
         self.reports: list[str] = []
         self._samples: list[tuple[float, float]] = []
+        self._sampled = 0  # samples ever taken: the monitor thread's passes, for waiting on them
 
     def _sample(self, hub: Any) -> None:
         self._samples.append((time.perf_counter(), self._run_queue()))
         del self._samples[:-64]
+        self._sampled += 1
+
+    def _wait_for_passes(self, count: int) -> None:
+        """Wait until the monitor thread has run ``count`` more sampling passes (its blocking check,
+        every ``max_blocking_time``, runs at least every second one: the sampler's period is half)."""
+        from tests.waits import wait_until
+
+        target = self._sampled + count
+        wait_until(lambda: self._sampled >= target, message=f"{count} passes of the monitor thread")
 
     def _on_event(self, event: Any) -> None:
         from gevent.events import EventLoopBlocked
@@ -168,14 +178,14 @@ class HubMonitor:
         self._thread = thread
         thread.add_monitoring_function(self._sample, self.max_blocking_time / 2)
         events.subscribers.append(self._on_event)
-        gevent.sleep(0.05)  # let the monitor take its first looks
+        self._wait_for_passes(3)  # the monitor has taken its first looks (a blocking check among them)
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         import gevent
         from gevent import events
 
-        gevent.sleep(0.05)  # and a last one
+        self._wait_for_passes(3)  # and a last one, past the end of the work
         events.subscribers.remove(self._on_event)
         hub = gevent.get_hub()
         if self._owned_thread and hub.periodic_monitoring_thread is not None:

@@ -9,13 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-import gevent
 import pytest
 from gevent import socket as gsocket
 from gevent.pool import Pool
 
 from greenmongo import MongoClient
 from tests.servers.secantus import free_port
+from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.server, pytest.mark.slow, pytest.mark.one_pass]  # gunicorn's worker patches itself
@@ -48,17 +48,16 @@ def gunicorn(server_uri: str):
         [str(gunicorn_bin), "-k", "gevent", "-w", "2", "--preload", "-b", f"127.0.0.1:{port}",
          "--worker-connections", "200", "examples.gunicorn_app.app:app"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    def healthy() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited: {process.stdout.read().decode(errors='replace')}")
+        try:
+            return _http(port, "GET", "/health")[0] == 200
+        except OSError:
+            return False
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if _http(port, "GET", "/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"gunicorn did not come up: {process.stdout.read().decode(errors='replace')}")
-            gevent.sleep(0.1)
+        wait_until(healthy, 30, "gunicorn answering /health", error=RuntimeError, interval=0.1)
         yield port
     finally:
         os.killpg(process.pid, signal.SIGTERM)

@@ -34,21 +34,24 @@ def test_monitor_reports_a_blocking_spawned_greenlet() -> None:
     """In a fresh interpreter (other tests measure the hub with monitors of their own): the watchdog's
     settings make gevent's monitor thread report a spawned greenlet that blocks the hub."""
     script = textwrap.dedent(f"""
-        import sys, time
+        import sys
         sys.path.insert(0, {str(ROOT)!r})
         import tests.plugins.hub_watchdog as watchdog
         import gevent, gevent.events
         from gevent import monkey
+        from tests.waits import poll, wait_until
         watchdog.ensure_monitor_thread()
         seen = []
         gevent.events.subscribers.append(
             lambda e: seen.append(e) if isinstance(e, gevent.events.EventLoopBlocked) else None)
-        gevent.sleep(0.05)
+        passes = []  # the monitor thread is running its checks once this one has run
+        monitor = gevent.get_hub().periodic_monitoring_thread
+        monitor.add_monitoring_function(passes.append, 0.01)
+        wait_until(lambda: len(passes) >= 2, message="the monitor thread running")
+        monitor.add_monitoring_function(passes.append, None)  # None removes it
         worker = gevent.spawn(monkey.get_original("time", "sleep"), watchdog.THRESHOLD * 4)
         worker.join()
-        deadline = time.monotonic() + 5
-        while not seen and time.monotonic() < deadline:
-            gevent.sleep(0.05)
+        poll(lambda: seen, 5)  # the report comes from the monitor thread: none in 5 s is a failure
         print("reports", len(seen), "from-worker", any(e.greenlet is worker for e in seen))
     """)
     env = dict(os.environ)

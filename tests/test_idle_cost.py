@@ -96,21 +96,20 @@ def cpu_seconds(before: Any, after: Any) -> float:
 def measure_idle(uri: str, window: float) -> dict:
     """Connect, settle, then sleep ``window`` seconds under the recorder; the figures as a dict."""
     import resource
-    import time
 
     import gevent
 
     from greenmongo import MongoClient
+    from tests.waits import observe, wait_until
 
     client = MongoClient(uri)
     client.admin.command("ping")
     (server,) = client._core.topology.servers().values()
-    deadline = time.monotonic() + 15
-    while not (server.monitor.rtt_monitor and server.monitor.rtt_monitor.samples_taken >= 1
-               and server.monitor.checks >= 1):  # then the first awaitable hello goes out at once
-        assert time.monotonic() < deadline, "the monitor did not start streaming"
-        gevent.sleep(0.05)
-    gevent.sleep(0.5)  # let the first exchanges finish
+    # The first exchanges are over once the RTT monitor has its first sample: the monitor started
+    # it after its first check and sent the awaitable hello at once, long before the RTT greenlet
+    # finished connecting and pinging; and the RTT greenlet sleeps once it has counted its ping.
+    wait_until(lambda: server.monitor.rtt_monitor and server.monitor.rtt_monitor.samples_taken >= 1
+               and server.monitor.checks >= 1, 15, "the monitor streaming and the first RTT ping taken")
     roles = {server.monitor.greenlets[0]: "monitor", server.monitor.rtt_monitor.greenlet: "rtt",
              gevent.getcurrent(): "main (end of the window)"}
     if server.pool._maintenance is not None:
@@ -123,7 +122,7 @@ def measure_idle(uri: str, window: float) -> dict:
     thread_before = resource.getrusage(this_thread)
     iterations_before = loop.iteration
     with WakeupRecorder(roles) as recorder:
-        gevent.sleep(window)
+        observe(window)
     iterations = loop.iteration - iterations_before
     thread_after = resource.getrusage(this_thread)
     process_after = resource.getrusage(resource.RUSAGE_SELF)
@@ -210,6 +209,8 @@ def test_the_recorder_sees_a_busy_greenlet() -> None:
     """Without this, a recorder that saw nothing would make the test above pass vacuously."""
     import gevent
 
+    from tests.waits import observe
+
     def ticker() -> None:
         while True:
             gevent.sleep(0.05)
@@ -217,7 +218,7 @@ def test_the_recorder_sees_a_busy_greenlet() -> None:
     busy = gevent.spawn(ticker)
     try:
         with WakeupRecorder({}) as recorder:
-            gevent.sleep(1.0)
+            observe(1.0)
     finally:
         busy.kill()
     report = {"window": 1.0, "switches": recorder.switches, "wakeups": recorder.wakeups}

@@ -46,6 +46,7 @@ from greenmongo.errors import ConnectionFailure
 from greenmongo.net.connection import Connection
 from greenmongo.client_session import ClientSession
 from tests.servers.secantus import SecantusServer
+from tests.waits import poll
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -514,15 +515,6 @@ def open_sessions(client: MongoClient) -> list:
             if isinstance(obj, ClientSession) and obj.client is client and not obj.has_ended]
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        gevent.sleep(0.02)
-    return True
-
-
 # -- the test ---------------------------------------------------------------------------------------
 
 def test_interrupted_operations_leak_nothing_and_the_client_keeps_working(auth_server) -> None:
@@ -559,9 +551,9 @@ def test_interrupted_operations_leak_nothing_and_the_client_keeps_working(auth_s
         assert client.admin.command("ping")["ok"] == 1
         fresh = ledger.fresh_clients
         settle_started = time.monotonic()
-        settled = wait_until(lambda: not any(pool_problems(c, closed=True) for c in fresh)
-                             and not pool_problems(client, closed=False)
-                             and not any(c._core.topology.greenlets() for c in fresh), timeout=10)
+        settled = poll(lambda: not any(pool_problems(c, closed=True) for c in fresh)
+                       and not pool_problems(client, closed=False)
+                       and not any(c._core.topology.greenlets() for c in fresh), timeout=10, interval=0.02)
         settle_time = time.monotonic() - settle_started
         gc.collect()
         unended_sessions = open_sessions(client)

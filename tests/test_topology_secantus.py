@@ -59,15 +59,14 @@ if os.environ.get("GREENMONGO_TEST_PATCHED", "").lower() in ("1", "true", "yes")
 import gevent
 from greenmongo.options import ClientOptions
 from greenmongo.topology import Topology
+from tests.waits import wait_until
 
 mode = sys.argv[2]
 topology = Topology.from_options(ClientOptions(sys.argv[1], replicaSet="secantus", heartbeatFrequencyMS=500,
                                                serverMonitoringMode=mode))
 topology.select_server(is_write=True).end_operation()
 monitor = topology.get_server(topology.description.primary.address).monitor
-deadline = time.monotonic() + 5
-while monitor.checks < 3 and time.monotonic() < deadline:  # past the handshake, into the protocol
-    gevent.sleep(0.05)
+wait_until(lambda: monitor.checks >= 3, 5, "three checks")  # past the handshake, into the protocol
 started = time.monotonic()
 joined = gevent.get_hub().join(timeout=3.0)
 print("JOINED", joined, round(time.monotonic() - started, 3), len(topology.greenlets()), monitor.checks)

@@ -13,11 +13,11 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Optional, Sequence
 
 from greenmongo import bson
+from tests.waits import wait_until
 
 _OP_MSG = 2013
 _HEADER = struct.Struct("<iiii")
@@ -120,17 +120,17 @@ class SecantusServer:
         return self
 
     def _wait_until_listening(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
+        def listening() -> bool:
             if self.process.poll() is not None:
                 raise RuntimeError(f"secantusd-py exited with {self.process.returncode}: {self.log_tail()}")
             try:
                 socket.create_connection(self.address, timeout=0.5).close()
-                return
-            except OSError as exc:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"secantusd-py did not listen within {timeout}s: {self.log_tail()}") from exc
-                time.sleep(0.05)
+                return True
+            except OSError:
+                return False
+
+        wait_until(listening, timeout, lambda: f"secantusd-py did not listen within {timeout}s: {self.log_tail()}",
+                   error=RuntimeError, interval=0.05)
 
     def log_tail(self, limit: int = 4000) -> str:
         self._log.seek(0)
