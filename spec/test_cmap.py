@@ -24,6 +24,7 @@ from greenmongo.monitoring.pool import (ConnectionCheckedInEvent, ConnectionChec
 from greenmongo.pool import Pool, PoolOptions
 from spec.support import MissingSpecData, file_params, load_json
 from tests.api_support import PoolRecorder
+from tests.waits import wait_until
 
 SUBDIR = "connection-monitoring-and-pooling/tests/cmap-format"
 
@@ -189,12 +190,9 @@ class Runner:
             raise RunnerFailure(f"unknown operation {name!r}")
 
     def wait_for_event(self, event: str, count: int, timeout_ms: float) -> None:
-        with gevent.Timeout(timeout_ms / 1000.0, False):
-            while self.recorder.count(event) < count:
-                gevent.sleep(0.001)
-            return
-        raise RunnerFailure(f"waited {timeout_ms} ms for {count} {event} events, "
-                            f"saw {self.recorder.count(event)}")
+        wait_until(lambda: self.recorder.count(event) >= count, timeout_ms / 1000.0,
+                   lambda: f"waited {timeout_ms} ms for {count} {event} events, saw {self.recorder.count(event)}",
+                   error=RunnerFailure, interval=0.001)
 
     def cleanup(self) -> None:
         for worker in self.threads.values():

@@ -22,6 +22,7 @@ import gevent.queue
 from spec.unified.events import EventRecorder, LogCollector
 from spec.unified.matching import MISSING
 from spec.unified.outcomes import MatchError, NotSupported, TestFileError
+from tests.waits import wait_until
 
 #: Entity kinds that hold BSON values (may be matched with $$matchesEntity).
 BSON_KINDS = frozenset({"bson", "eventList", "errorList"})
@@ -266,11 +267,9 @@ class EntityMap:
     def _await_min_pool(self, name: str, recorder: EventRecorder, kwargs: Mapping[str, Any], wait_ms: int,
                         collector: Optional[LogCollector]) -> None:
         wanted = int(next((value for key, value in kwargs.items() if key.lower() == "minpoolsize"), 0))
-        with gevent.Timeout(wait_ms / 1000.0, False):
-            while recorder.ready_connections < wanted:
-                gevent.sleep(0.01)
-        if recorder.ready_connections < wanted:
-            raise MatchError(f"client {name}: pool did not reach minPoolSize={wanted} within {wait_ms}ms")
+        wait_until(lambda: recorder.ready_connections >= wanted, wait_ms / 1000.0,
+                   lambda: f"client {name}: pool did not reach minPoolSize={wanted} within {wait_ms}ms",
+                   error=MatchError)
         recorder.observed.clear()  # events of the warm-up are not the test's
         if collector is not None:
             collector.clear()

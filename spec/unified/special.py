@@ -15,6 +15,7 @@ import gevent
 
 from spec.unified.events import count_matching
 from spec.unified.outcomes import MatchError, TestFileError
+from tests.waits import wait_until
 
 WAIT_TIMEOUT = 10.0
 _TRANSACTION_STATES = frozenset({"none", "starting", "in_progress", "committed", "aborted"})
@@ -258,11 +259,7 @@ def loop(run: Any, arguments: Any) -> None:
 # -- events and topology --------------------------------------------------------------------------------
 
 def _wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise MatchError(f"timed out after {timeout}s waiting for {what}")
-        gevent.sleep(0.01)
+    wait_until(predicate, timeout, lambda: f"timed out after {timeout}s waiting for {what}", error=MatchError)
 
 
 def wait_for_event(run: Any, arguments: Any) -> None:
