@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import gevent
+import gevent.event
 import pytest
 
 from greenmongo.errors import (
@@ -196,12 +197,19 @@ def test_killed_greenlet_closes_the_connection(server) -> None:
 
 
 def test_concurrent_use_is_refused(server) -> None:
-    server.script("find", Reply({"ok": 1}, delay=0.2))
+    answer = gevent.event.Event()  # the find's reply waits for it: the connection stays in use until then
+
+    def held_find(request):
+        answer.wait(5)
+        return {"ok": 1}
+
+    server.on("find", held_find)
     with connect(server) as conn:
         first = gevent.spawn(conn.command, "db", {"find": "c"})
-        wait_until(lambda: server.commands("find"), message="the find received")  # the reply is 0.2 s away
+        wait_until(lambda: server.commands("find"), message="the find received")
         with pytest.raises(InvalidOperation, match="already in use"):
             conn.command("db", {"ping": 1})
+        answer.set()
         assert first.get(timeout=2) == {"ok": 1}
         assert not conn.closed
 
