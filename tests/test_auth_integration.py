@@ -77,8 +77,13 @@ def test_wrong_password_or_user_is_code_18(auth_server, username, password) -> N
 @pytest.mark.parametrize("password", ["\u2163", "I\u00adV", "IV"])
 def test_saslprep_forms_of_the_password(auth_server, password) -> None:
     # The auth spec's SASLprep test: user "\u2168" with password "\u2163" (which SASLpreps to "IV").
-    conn, _ = _connect(auth_server, "\u2168", password)
-    conn.close()
+    conn, authenticator = _connect(auth_server, "\u2168", password)
+    try:
+        assert authenticator.mechanism == "SCRAM-SHA-256"
+        users = conn.command("admin", {"connectionStatus": 1})["authInfo"]["authenticatedUsers"]
+        assert [(u["user"], u["db"]) for u in users] == [("\u2168", "admin")]
+    finally:
+        conn.close()
 
 
 def test_scram_sha1_is_not_offered(auth_server) -> None:

@@ -385,9 +385,13 @@ def test_configuration_errors(properties, password) -> None:
 
 
 def test_properties_are_case_insensitive() -> None:
-    cred = credential("MONGODB-OIDC", source="$external", properties={"oidc_callback": Callback("tok")},
+    callback = Callback("tok")
+    cred = credential("MONGODB-OIDC", source="$external", properties={"oidc_callback": callback},
                       io=AuthIO(environ={}))
-    authenticate(FakeConn(FakeOidcServer({"tok"})), cred)
+    server = FakeOidcServer({"tok"})
+    authenticate(FakeConn(server), cred)
+    assert len(callback.contexts) == 1  # "oidc_callback" was taken for OIDC_CALLBACK
+    assert server.jwts == ["tok"]
 
 
 def test_with_the_options_layer_credential() -> None:

@@ -32,13 +32,17 @@ def connect(server, pki, cache, **tls):
     settings = ConnectionSettings(tls=TlsSettings(ca_file=pki["ca_file"], **tls), connect_timeout=5,
                                   socket_timeout=5)
     stream = open_stream(server.address, settings, ocsp_cache=cache)
-    stream.close()
+    try:
+        return stream.peer_certificate()
+    finally:
+        stream.close()
 
 
 def run(pki, cert_name, staple, cache=None, **tls):
+    """Connect over TLS to a server presenting ``cert_name`` (and ``staple``); the server's certificate."""
     context = server_context(pki[cert_name], pki["ca"], staple=staple)
     with ScriptedServer(tls_context=context) as server:
-        connect(server, pki, cache if cache is not None else ocsp.OcspCache(), **tls)
+        return connect(server, pki, cache if cache is not None else ocsp.OcspCache(), **tls)
 
 
 def test_good_staple(pki) -> None:
@@ -58,7 +62,9 @@ def test_must_staple_without_a_staple(pki) -> None:
 
 
 def test_soft_fail_without_a_staple(pki) -> None:
-    run(pki, "plain", None)
+    cache = ocsp.OcspCache()
+    assert run(pki, "plain", None, cache) == pki["plain"].cert  # the handshake completed
+    assert len(cache) == 0  # no staple, no responder: nothing learnt
 
 
 def test_invalid_staple(pki) -> None:
@@ -79,7 +85,10 @@ def test_cached_revocation_applies_to_later_connections(pki) -> None:
 @pytest.mark.parametrize("tls", [{"allow_invalid_certificates": True}, {"insecure": True},
                                  {"disable_certificate_revocation_check": True}])
 def test_relaxed_settings_disable_ocsp(pki, tls) -> None:
-    run(pki, "plain", make_ocsp_response(pki["plain"].cert, pki["ca"], REVOKED), **tls)
+    cache = ocsp.OcspCache()
+    revoked = make_ocsp_response(pki["plain"].cert, pki["ca"], REVOKED)
+    assert run(pki, "plain", revoked, cache, **tls) == pki["plain"].cert  # connected despite the revocation
+    assert len(cache) == 0  # the staple was not even read
 
 
 def test_full_connection_with_a_good_staple(pki) -> None:

@@ -19,7 +19,7 @@ def material(tmp_path_factory):
     client = make_cert(ca, "client", client=True)
     plain_pem = client.write(directory, "client")[2]
     locked_pem = client.write(directory, "client-locked", password="s3cret")[2]
-    return {"ca": ca_file, "plain": plain_pem, "locked": locked_pem, "dir": directory}
+    return {"ca": ca_file, "plain": plain_pem, "locked": locked_pem, "dir": directory, "cert": client.cert}
 
 
 def test_verifying_context_with_ca_file(material) -> None:
@@ -50,9 +50,12 @@ def test_flags() -> None:
 
 
 def test_client_certificate(material) -> None:
-    build_context(TlsSettings(ca_file=material["ca"], certificate_key_file=material["plain"]))
-    build_context(TlsSettings(ca_file=material["ca"], certificate_key_file=material["locked"],
-                              certificate_key_file_password="s3cret"))
+    for settings in (TlsSettings(ca_file=material["ca"], certificate_key_file=material["plain"]),
+                     TlsSettings(ca_file=material["ca"], certificate_key_file=material["locked"],
+                                 certificate_key_file_password="s3cret")):
+        context = build_context(settings)
+        presented = SSL.Connection(context.context, None).get_certificate()  # what a handshake would send
+        assert presented is not None and presented.to_cryptography() == material["cert"]
 
 
 def test_wrong_key_password(material) -> None:

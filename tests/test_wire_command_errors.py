@@ -16,8 +16,9 @@ from greenmongo.wire.command_errors import check_command_reply
 
 
 def test_ok_reply_passes() -> None:
-    check_command_reply({"ok": 1})
-    check_command_reply({"ok": 1.0, "writeConcernError": {"code": 64}})
+    assert check_command_reply({"ok": 1}) is None
+    # A writeConcernError is only raised when asked for (test_write_concern_error_when_asked).
+    assert check_command_reply({"ok": 1.0, "writeConcernError": {"code": 64}}) is None
 
 
 def test_operation_failure_carries_everything() -> None:
@@ -47,8 +48,10 @@ def test_legacy_not_master_message() -> None:
 
 
 def test_allowable_errors() -> None:
-    check_command_reply({"ok": 0, "errmsg": "ns not found", "code": 26}, allowable_errors=[26])
-    check_command_reply({"ok": 0, "errmsg": "ns not found"}, allowable_errors=["ns not found"])
+    assert check_command_reply({"ok": 0, "errmsg": "ns not found", "code": 26}, allowable_errors=[26]) is None
+    assert check_command_reply({"ok": 0, "errmsg": "ns not found"}, allowable_errors=["ns not found"]) is None
+    with pytest.raises(OperationFailure):  # another code is still raised
+        check_command_reply({"ok": 0, "errmsg": "ns not found", "code": 27}, allowable_errors=[26])
 
 
 def test_write_concern_error_when_asked() -> None:

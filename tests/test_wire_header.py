@@ -53,7 +53,8 @@ def test_invalid_reply_headers(header: MsgHeader, match: str) -> None:
 
 
 def test_response_to_check_can_be_skipped() -> None:
-    validate_reply_header(MsgHeader(40, 1, 12345, OP_MSG), expected_response_to=None)
+    header = MsgHeader(40, 1, 12345, OP_MSG)
+    assert validate_reply_header(header, expected_response_to=None) == header
 
 
 def test_request_ids_increase_and_stay_positive() -> None:
