@@ -3,9 +3,13 @@
 A fixed sleep before an assertion guesses how long the awaited thing takes: on a loaded machine
 the guess is too short and the test fails, and where the guess is long the test is slow and still
 does not say what it waited for. These helpers return as soon as the thing has happened and,
-when it never does, fail with a message naming it. Prefer waiting on an Event that a listener or
-a fake server sets (``wait_event``); polling a condition (``wait_until``) is for state that
-announces nothing.
+when it never does, fail with a message naming it:
+
+- ``wait_event``: an Event that a listener or a fake server sets (the first choice);
+- ``wait_until`` / ``eventually``: poll a condition / an asserting check, for state that
+  announces nothing (``poll`` is the same without failing, for callers that report it);
+- ``assert_stays``: something must NOT happen within a window (the one place a window is inherent);
+- ``observe``: a measured window (wakeups or CPU are counted meanwhile).
 
 Two kinds of sleep are not waits and stay sleeps: time a fake server or an instrument spends on
 purpose (a reply that comes late, a ticker), and spec operations that say "wait N ms".
