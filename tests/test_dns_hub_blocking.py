@@ -133,20 +133,24 @@ class HubMonitor:
         self.preempted = 0
         self.reports: list[str] = []
         self._samples: list[tuple[float, float]] = []
-        self._sampled = 0  # samples ever taken: the monitor thread's passes, for waiting on them
+        self._passes = 0  # the monitor thread's passes so far, for waiting on them
+
+    def _on_pass(self, hub: Any) -> None:
+        self._passes += 1
+        self._sample(hub)
 
     def _sample(self, hub: Any) -> None:
         self._samples.append((time.perf_counter(), self._run_queue()))
         del self._samples[:-64]
-        self._sampled += 1
 
     def _wait_for_passes(self, count: int) -> None:
-        """Wait until the monitor thread has run ``count`` more sampling passes (its blocking check,
-        every ``max_blocking_time``, runs at least every second one: the sampler's period is half)."""
+        """Wait until the monitor thread has made ``count`` more passes (its blocking check, every
+        ``max_blocking_time``, runs at least every second one: a pass comes every half of that).
+        A monitor thread that died fails here rather than letting the measurement pass unwatched."""
         from tests.waits import wait_until
 
-        target = self._sampled + count
-        wait_until(lambda: self._sampled >= target, message=f"{count} passes of the monitor thread")
+        target = self._passes + count
+        wait_until(lambda: self._passes >= target, message=f"{count} passes of the monitor thread")
 
     def _on_event(self, event: Any) -> None:
         from gevent.events import EventLoopBlocked
@@ -165,6 +169,11 @@ class HubMonitor:
         import gevent
         from gevent import events
 
+        import tests.waits  # noqa: F401 - imported now, not while the monitor thread's first pass is due
+
+        # The monitor thread ends itself at its first pass if the hub greenlet has not started yet
+        # (it takes a not-yet-started hub for a dead one): start the hub first.
+        gevent.sleep(0)
         self._run_queue = _RunQueueClock()  # opened here, in the hub's thread
         self._saved = (gevent.config.monitor_thread, gevent.config.max_blocking_time)
         hub = gevent.get_hub()
@@ -176,7 +185,7 @@ class HubMonitor:
             warnings.simplefilter("ignore")  # "Install psutil" (memory monitoring is not wanted here)
             thread = hub.start_periodic_monitoring_thread()
         self._thread = thread
-        thread.add_monitoring_function(self._sample, self.max_blocking_time / 2)
+        thread.add_monitoring_function(self._on_pass, self.max_blocking_time / 2)
         events.subscribers.append(self._on_event)
         self._wait_for_passes(3)  # the monitor has taken its first looks (a blocking check among them)
         return self
@@ -192,7 +201,7 @@ class HubMonitor:
             hub.periodic_monitoring_thread.kill()
             hub.periodic_monitoring_thread = None
         else:
-            self._thread.add_monitoring_function(self._sample, None)  # None removes it
+            self._thread.add_monitoring_function(self._on_pass, None)  # None removes it
         gevent.config.monitor_thread, gevent.config.max_blocking_time = self._saved
         hub.exception_stream = self._stream
         self._run_queue.close()
