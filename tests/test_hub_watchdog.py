@@ -8,10 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import gevent
-
 from tests.plugins.hub_watchdog import WATCHDOG, blocked_stack, points_into_greenmongo
-from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,16 +59,3 @@ def test_monitor_reports_a_blocking_spawned_greenlet() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "from-worker True" in proc.stdout, proc.stdout + proc.stderr
     assert not WATCHDOG.reports, "a block outside greenmongo must not fail the session"
-
-
-def test_the_session_watchdog_is_watching() -> None:
-    """The session's monitor thread is alive and making passes (it once ended itself at its first
-    pass, unnoticed, because it was started before the hub)."""
-    monitor = gevent.get_hub().periodic_monitoring_thread
-    assert monitor is not None and monitor.should_run
-    passes = []
-    monitor.add_monitoring_function(passes.append, 0.01)
-    try:
-        wait_until(lambda: len(passes) >= 2, message="two passes of the session's monitor thread")
-    finally:
-        monitor.add_monitoring_function(passes.append, None)

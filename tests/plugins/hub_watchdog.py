@@ -69,20 +69,8 @@ WATCHDOG = HubWatchdog()
 
 def ensure_monitor_thread() -> None:
     """Start the hub's monitor thread now (idempotent): the hub would start it lazily, and a test that
-    starts one of its own would otherwise own -- and stop -- the session's.
-
-    The hub greenlet is started first: at its first pass gevent's monitor thread ends itself if the
-    hub has not started yet (a greenlet not yet started is false, which it reads as a dead hub), and
-    a monitor started from pytest_configure, before any test switched to the hub, did exactly that:
-    the watchdog watched nothing. A monitor that ended that way is replaced.
-    """
-    hub = gevent.get_hub()
-    if not hub:  # not started
-        gevent.sleep(0)
-    thread = hub.periodic_monitoring_thread
-    if thread is not None and not thread.should_run:
-        hub.periodic_monitoring_thread = None
-    hub.start_periodic_monitoring_thread()
+    starts one of its own would otherwise own -- and stop -- the session's."""
+    gevent.get_hub().start_periodic_monitoring_thread()
 
 
 def pytest_configure(config: pytest.Config) -> None:
