@@ -40,6 +40,7 @@ def test_monitor_reports_a_blocking_spawned_greenlet() -> None:
         import gevent, gevent.events
         from gevent import monkey
         from tests.waits import poll, wait_until
+        gevent.sleep(0)  # the hub first: a monitor thread that finds it not started ends itself
         watchdog.ensure_monitor_thread()
         seen = []
         gevent.events.subscribers.append(
