@@ -474,7 +474,7 @@ def _deadline_io(deadline: Deadline) -> dict[str, Any]:
         return {}
     if not deadline.finite:
         return {"timeout": None}
-    return {"deadline": deadline.expires, "deadline_text": deadline.describe()}
+    return {"deadline": deadline.expires, "deadline_timeout": deadline.timeout}
 
 
 def _wire_info(description: Any) -> WireInfo:

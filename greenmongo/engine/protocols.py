@@ -77,7 +77,7 @@ class CommandConnection(Protocol):
                 codec_options: Optional["CodecOptions"] = None,
                 check: bool = True, unacknowledged: bool = False, timeout: Any = ..., apply_server_api: bool = True,
                 request_id: Optional[int] = None, deadline: Optional[float] = None,
-                deadline_text: str = "") -> Optional[dict[str, Any]]: ...
+                deadline_timeout: Optional[float] = None) -> Optional[dict[str, Any]]: ...
 
 
 class SelectedServer(Protocol):

@@ -16,6 +16,8 @@ import socket as _socket
 import time
 from typing import Any, Mapping, NamedTuple, NoReturn, Optional, Sequence, Union
 
+from gevent import get_hub, getcurrent
+
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.bson.objectid import ObjectId
 from greenmongo.bson.raw import RawBSONDocument
@@ -113,9 +115,8 @@ class Connection:
         self._read_buffer = bytearray(_READ_CHUNK)
         self._read_view = memoryview(self._read_buffer)
         self._read_pos = self._read_end = 0
-        #: The round trip's absolute deadline (CSOT), re-armed before every read: it bounds the whole reply.
-        self._deadline: Optional[float] = None
-        self._deadline_text = ""
+        #: The expiry a round trip under an absolute deadline (CSOT) throws when its timer fires.
+        self._deadline_expired: Optional[_DeadlineExpired] = None
         #: A deadline for commands that pass none (the handshake and authentication under an operation's timeoutMS).
         self.default_deadline: Optional[float] = None
 
@@ -197,7 +198,7 @@ class Connection:
         apply_server_api: bool = True,
         request_id: Optional[int] = None,
         deadline: Optional[float] = None,
-        deadline_text: str = "",
+        deadline_timeout: Optional[float] = None,
     ) -> Optional[dict[str, Any]]:
         """Run ``spec`` on ``dbname`` and return the decoded reply.
 
@@ -210,7 +211,7 @@ class Connection:
         request before sending it. ``deadline`` (``time.monotonic()`` based; the operation's timeoutMS)
         replaces ``timeout`` and bounds the send and the whole reply together: expired before the send,
         NetworkTimeout and the connection stays usable; expired after it, NetworkTimeout and the
-        connection is closed. ``deadline_text`` says where the deadline came from, for the error.
+        connection is closed. ``deadline_timeout`` (the timeoutMS in seconds) is for the error's message.
         """
         if not spec:
             raise InvalidOperation("a command document cannot be empty")
@@ -242,9 +243,9 @@ class Connection:
         if self.compressor is not None and may_compress(command_name):
             message = compress_message(message, self.compressor)
         if deadline is None and timeout is _UNSET and self.default_deadline is not None:
-            deadline, deadline_text = self.default_deadline, "connection establishment within timeoutMS"
+            deadline = self.default_deadline
         if deadline is not None:
-            document = self._round_trip_until(message, request_id, deadline, deadline_text,
+            document = self._round_trip_until(message, request_id, deadline, deadline_timeout,
                                               expect_reply=not unacknowledged, codec_options=codec_options)
         else:
             document = self._round_trip(message, request_id, timeout, expect_reply=not unacknowledged,
@@ -303,8 +304,6 @@ class Connection:
             if message is not None:
                 self._stream.sendall(message)
             self.last_used = time.monotonic()
-            if self._deadline is not None and self.last_used >= self._deadline:
-                raise _socket.timeout("deadline reached after the send")
             if not expect_reply:
                 return None
             reply = self._receive(request_id)
@@ -316,27 +315,22 @@ class Connection:
         finally:
             self._busy = False
 
-    def _round_trip_until(self, message: bytes, request_id: int, deadline: float, deadline_text: str, *,
-                          expect_reply: bool, codec_options: Any = None) -> Optional[dict[str, Any]]:
-        """``_round_trip`` bounded by one absolute deadline (CSOT) instead of a per-call socket timeout."""
+    def _round_trip_until(self, message: bytes, request_id: int, deadline: float, deadline_timeout: Optional[float],
+                          *, expect_reply: bool, codec_options: Any = None) -> Optional[dict[str, Any]]:
+        """``_round_trip`` bounded by one absolute deadline (CSOT): one loop timer for the send and every
+        read of the reply, with no socket timeout (a socket timeout would arm a timer per read)."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:  # nothing sent: the connection is still in step with the server
-            raise NetworkTimeout(f"{self._label}: timed out before sending ({deadline_text or 'deadline'})")
-        self._deadline = deadline
-        self._deadline_text = deadline_text
+            raise NetworkTimeout(f"{self._label}: timed out before sending ({_describe(deadline_timeout)})")
+        expired = self._deadline_expired = _DeadlineExpired(deadline_timeout)
+        timer = get_hub().loop.timer(remaining)  # referenced: the operation waits on it
+        timer.start(getcurrent().throw, expired)
         try:
-            return self._round_trip(message, request_id, remaining, expect_reply=expect_reply,
+            return self._round_trip(message, request_id, None, expect_reply=expect_reply,
                                     codec_options=codec_options)
         finally:
-            self._deadline = None
-
-    def _rearm(self) -> None:
-        """Before a read under a deadline: the socket may wait only what is left of it."""
-        remaining = self._deadline - time.monotonic()  # type: ignore[operator]
-        if remaining <= 0:
-            raise _socket.timeout("deadline reached")
-        self._stream.settimeout(remaining)
-        self._stream_timeout = remaining
+            timer.close()
+            self._deadline_expired = None
 
     def _set_timeout(self, timeout) -> None:
         value = self.default_timeout if timeout is _UNSET else timeout
@@ -346,10 +340,11 @@ class Connection:
 
     def _fail(self, exc: BaseException) -> NoReturn:
         """Close after anything that may have desynchronised the stream, then raise the right error."""
+        if exc is self._deadline_expired and exc is not None:
+            self.close("timeout")
+            raise NetworkTimeout(f"{self._label}: timed out ({_describe(exc.timeout)})") from None
         if isinstance(exc, _socket.timeout):
             self.close("timeout")
-            if self._deadline is not None:
-                raise NetworkTimeout(f"{self._label}: timed out ({self._deadline_text or 'deadline'})") from exc
             raise NetworkTimeout(f"{self._label}: timed out (socket timeout "
                                  f"{self._describe_timeout()})") from exc
         if isinstance(exc, ProtocolError):
@@ -383,8 +378,6 @@ class Connection:
         received = available
         recv_into = self._stream.recv_into
         while received < count:
-            if self._deadline is not None:
-                self._rearm()
             missing = count - received
             if missing >= _READ_CHUNK:  # large bodies go straight into place
                 chunk = recv_into(memoryview(out)[received:], missing)
@@ -422,3 +415,15 @@ class Connection:
         else:
             raise ProtocolError(f"OP_COMPRESSED wraps unexpected opcode {opcode}")
         return Reply(header, opcode, message, compressor_id)
+
+
+class _DeadlineExpired(BaseException):
+    """Thrown into a round trip by its deadline's timer (a BaseException: nothing on the way swallows it)."""
+
+    def __init__(self, timeout: Optional[float]) -> None:
+        super().__init__()
+        self.timeout = timeout
+
+
+def _describe(timeout: Optional[float]) -> str:
+    return "the operation's deadline" if timeout is None else f"timeoutMS: {timeout * 1000:g}ms"

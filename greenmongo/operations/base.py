@@ -274,7 +274,7 @@ def apply_execution_fields(body: Mapping[str, Any], fields: ExecutionFields, *, 
         if deprecated_max_time_ms:
             out.pop("maxTimeMS", None)
         concern = out.get("writeConcern") if supports_write_concern else None
-        if isinstance(concern, Mapping) and "wtimeout" in concern:
+        if concern is not None and "wtimeout" in concern:
             concern = {key: value for key, value in concern.items() if key != "wtimeout"}
             if concern:
                 out["writeConcern"] = concern
