@@ -208,7 +208,11 @@ class UnifiedContext:
             elif key == "readPreference":
                 options["read_preference"] = self.read_preference(value)
             elif key == "timeoutMS":
-                raise NotSupported("CSOT (timeoutMS) is not wired into the unified runner yet")
+                keyword = self.adapter.entity_timeout_keyword
+                if keyword is None:
+                    raise NotSupported(f"{self.adapter.name} has no Database/Collection-level timeoutMS "
+                                       "(databaseOptions/collectionOptions timeoutMS)")
+                options[keyword] = value
             else:
                 raise TestFileError(f"unknown database/collection option {key!r}")
         return options

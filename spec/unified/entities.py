@@ -49,11 +49,16 @@ class CursorEntity:
 
     A lazily created find cursor is primed with one ``next`` at creation (so the
     server cursor exists); that document is handed out by the first iteration.
+    ``iteration_block`` (tailable cursors with a timeoutMS): a factory of the
+    ``timeout()`` block iterateUntilDocumentOrError's loop runs in, so that the
+    loop's getMores share one timeoutMS as the spec's blocking ``next`` would.
     """
 
-    def __init__(self, cursor: Any, kind: str, prime: bool) -> None:
+    def __init__(self, cursor: Any, kind: str, prime: bool,
+                 iteration_block: Optional[Callable[[], Any]] = None) -> None:
         self.cursor = cursor
         self.kind = kind
+        self.iteration_block = iteration_block
         self.buffer: deque = deque()
         if prime:
             try:
@@ -69,6 +74,12 @@ class CursorEntity:
     def iterate_until_document(self) -> Any:
         if self.buffer:
             return self.buffer.popleft()
+        if self.iteration_block is None:
+            return self._until_document()
+        with self.iteration_block():
+            return self._until_document()
+
+    def _until_document(self) -> Any:
         while True:
             try:
                 return next(self.cursor)
@@ -300,7 +311,11 @@ class EntityMap:
             elif key == "defaultTransactionOptions":
                 options["default_transaction_options"] = self.context.transaction_options(value)
             elif key == "defaultTimeoutMS":
-                raise NotSupported("CSOT (defaultTimeoutMS) is not wired into the unified runner yet")
+                keyword = self.adapter.session_timeout_keyword
+                if keyword is None:
+                    raise NotSupported(f"{self.adapter.name} has no session-level timeoutMS (sessionOptions "
+                                       "defaultTimeoutMS)")
+                options[keyword] = value
             else:
                 raise TestFileError(f"session {spec['id']!r}: unknown sessionOptions key {key!r}")
         session = client.start_session(**options)

@@ -12,10 +12,19 @@ lacks is NotSupported (a skip naming it).
 ``prepare`` does all of that and returns a zero-argument callable, so the
 runner can tell the operation's own errors (expected or not) from mistakes in
 the test file.
+
+CSOT: every entity operation but the iteration ones takes ``timeoutMS``, which
+the runner does not hand to the method: it runs the call inside the driver's
+``timeout(seconds)`` block, as PyMongo's own runner does. A cursor-creating
+operation is two phases, the call that creates the cursor and the iteration
+(``iterate``); with a driver whose cursors keep the timeout they were created
+with, only the first runs inside the block, so an ``iteration``-mode cursor's
+``next`` calls each get the whole timeoutMS instead of the block's remainder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import io
 import re
@@ -50,10 +59,16 @@ class Operation:
     """Custom implementation ``call(run, target, positional, keywords) -> result``."""
     result: str = "value"
     """value | documents (a list of root-level documents, fully iterated) | cursor | none."""
+    iterate: Optional[Callable[[Any], Any]] = None
+    """The second phase of a cursor-creating operation: the created cursor -> the result. It runs
+    outside the operation's timeoutMS block when the driver's cursors keep their own timeout."""
+    timed: bool = True
+    """Takes the ``timeoutMS`` argument (every operation of the CSOT spec; not cursor iteration)."""
 
     @property
     def arguments(self) -> frozenset:
-        return frozenset(self.positional) | self.snake_args | self.camel_args | self.required | self.ignored
+        names = frozenset(self.positional) | self.snake_args | self.camel_args | self.required | self.ignored
+        return names | {"timeoutMS"} if self.timed else names
 
 
 @dataclass
@@ -67,11 +82,11 @@ class Prepared:
 
 def _op(method: Optional[str], positional: str = "", snake_args: str = "", camel_args: str = "", *,
         required: str = "", ignored: str = "", call: Optional[Callable[..., Any]] = None,
-        result: str = "value") -> Operation:
+        result: str = "value", iterate: Optional[Callable[[Any], Any]] = None, timed: bool = True) -> Operation:
     """Arguments are space-separated names: passed positionally, as snake_case keywords, or unchanged."""
     return Operation(method, tuple(positional.split()), frozenset(snake_args.split()),
                      frozenset(camel_args.split()), frozenset(required.split()), frozenset(ignored.split()), call,
-                     result)
+                     result, iterate, timed)
 
 
 # -- custom operations -----------------------------------------------------------------
@@ -84,12 +99,23 @@ def _find(run: Any, collection: Any, args: list, kwargs: dict) -> Any:
     return cursor
 
 
-def _find_all(run: Any, collection: Any, args: list, kwargs: dict) -> Any:
-    return list(_find(run, collection, args, kwargs))
-
-
 def _find_cursor(run: Any, collection: Any, args: list, kwargs: dict) -> Any:
-    return CursorEntity(_find(run, collection, args, kwargs), "findCursor", prime=True)
+    tailable = kwargs.get("cursor_type") in (run.adapter.CursorType.TAILABLE, run.adapter.CursorType.TAILABLE_AWAIT)
+    cursor = _find(run, collection, args, kwargs)
+    return CursorEntity(cursor, "findCursor", prime=True, iteration_block=_blocking_iteration(run, cursor, tailable))
+
+
+def _blocking_iteration(run: Any, cursor: Any, tailable: bool) -> Optional[Callable[[], Any]]:
+    """For a tailable cursor with a timeoutMS: a ``timeout()`` block of that timeoutMS, under which
+    iterateUntilDocumentOrError loops. The spec's blocking ``next`` on a tailable cursor gets one
+    timeoutMS for all its getMores; PyMongo-shaped ``next`` returns at each empty batch instead, so
+    the runner's loop stands in for the blocking call."""
+    if not tailable or run.adapter.timeout is None:
+        return None
+    seconds = run.adapter.cursor_timeout(cursor)
+    if seconds is None:
+        return None
+    return lambda: run.adapter.timeout(seconds)
 
 
 def _watch(run: Any, target: Any, args: list, kwargs: dict) -> Any:
@@ -156,8 +182,8 @@ def _list_search_indexes(run: Any, collection: Any, args: list, kwargs: dict) ->
     return list(collection.list_search_indexes(*args, **kwargs, **options))
 
 
-def _list_index_names(run: Any, collection: Any, args: list, kwargs: dict) -> Any:
-    return [index["name"] for index in collection.list_indexes(**kwargs)]
+def _index_names(cursor: Any) -> list:
+    return [index["name"] for index in cursor]
 
 
 def create_collection(database: Any, name: str, **options: Any) -> Any:
@@ -179,23 +205,35 @@ def _run_command(run: Any, database: Any, args: list, kwargs: dict) -> Any:
     return database.command(args[0], **kwargs)
 
 
+def _cursor_type_fields(run: Any, cursor_type: Any) -> dict:
+    """runCursorCommand's cursorType as the command document says it: the driver derives the cursor's
+    kind from the command (PyMongo's cursor_command has no cursor type parameter)."""
+    types = run.adapter.CursorType
+    if cursor_type == types.TAILABLE:
+        return {"tailable": True}
+    if cursor_type == types.TAILABLE_AWAIT:
+        return {"tailable": True, "awaitData": True}
+    return {}
+
+
 def _command_cursor(run: Any, database: Any, args: list, kwargs: dict) -> Any:
     batch_size = kwargs.pop("batch_size", None)
     max_time_ms = kwargs.pop("max_time_ms", None)
     if max_time_ms is not None:
         kwargs["max_await_time_ms"] = max_time_ms  # maxTimeMS of the getMores
-    cursor = database.cursor_command(args[0], **kwargs)
+    # A dict update keeps the command name first (a key the command already has keeps its place).
+    command = {**args[0], **_cursor_type_fields(run, kwargs.pop("cursor_type", None))}
+    cursor = database.cursor_command(command, **kwargs)
     if batch_size is not None:
         cursor.batch_size(batch_size)
     return cursor
 
 
-def _run_cursor_command(run: Any, database: Any, args: list, kwargs: dict) -> Any:
-    return list(_command_cursor(run, database, args, kwargs))
-
-
 def _create_command_cursor(run: Any, database: Any, args: list, kwargs: dict) -> Any:
-    return CursorEntity(_command_cursor(run, database, args, kwargs), "commandCursor", prime=False)
+    tailable = bool(args[0].get("tailable") or _cursor_type_fields(run, kwargs.get("cursor_type")))
+    cursor = _command_cursor(run, database, args, kwargs)
+    return CursorEntity(cursor, "commandCursor", prime=False,
+                        iteration_block=_blocking_iteration(run, cursor, tailable))
 
 
 def _append_metadata(run: Any, client: Any, args: list, kwargs: dict) -> Any:
@@ -250,6 +288,15 @@ def _download_by_name(run: Any, bucket: Any, args: list, kwargs: dict) -> Any:
     return bucket.open_download_stream_by_name(*args, **kwargs).read()
 
 
+def _bucket_find(run: Any, bucket: Any, args: list, kwargs: dict) -> Any:
+    return bucket.find(*args, **kwargs)
+
+
+def _files_documents(cursor: Any) -> list:
+    """GridOut objects -> their files collection documents (the spec's result: the documents)."""
+    return [grid_out._file for grid_out in cursor]  # PyMongo's and greenmongo's GridOut keep it there
+
+
 def _iterate_until_document(run: Any, cursor: CursorEntity, args: list, kwargs: dict) -> Any:
     return cursor.iterate_until_document()
 
@@ -264,16 +311,14 @@ def _close_cursor(run: Any, cursor: CursorEntity, args: list, kwargs: dict) -> A
 
 
 _FIND = "projection skip limit batchSize sort hint maxTimeMS collation comment session allowDiskUse let min max " \
-        "returnKey showRecordId noCursorTimeout allowPartialResults cursorType maxAwaitTimeMS"
+        "returnKey showRecordId noCursorTimeout allowPartialResults cursorType maxAwaitTimeMS timeoutMode"
 _WATCH = "batchSize collation comment fullDocument fullDocumentBeforeChange maxAwaitTimeMS resumeAfter " \
          "startAfter startAtOperationTime showExpandedEvents session"
-_CURSOR_COMMAND = "readPreference session batchSize maxTimeMS comment"
+_CURSOR_COMMAND = "readPreference session batchSize maxTimeMS comment cursorType timeoutMode"
 #: Spec arguments of many operations that the runner does not hand to a PyMongo-shaped driver yet:
 #: a test using one is skipped with this reason (or the adapter's own, when it gives one).
 UNWIRED_ARGUMENTS = {
     "rawData": "rawData (time-series bucket access) is not passed to the driver by the runner yet",
-    "timeoutMS": "CSOT (timeoutMS) is not wired into the unified runner yet",
-    "timeoutMode": "CSOT (timeoutMode) is not wired into the unified runner yet",
 }
 
 OPERATIONS: dict[str, dict[str, Operation]] = {
@@ -293,15 +338,14 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
         "runCommand": _op("command", "command", "readPreference session", required="commandName",
                           ignored="commandName", call=_run_command),
         "runCursorCommand": _op("cursor_command", "command", _CURSOR_COMMAND, required="commandName",
-                                ignored="commandName cursorType", call=_run_cursor_command, result="documents"),
+                                ignored="commandName", call=_command_cursor, iterate=list, result="documents"),
         "createCommandCursor": _op("cursor_command", "command", _CURSOR_COMMAND, required="commandName",
-                                   ignored="commandName cursorType", call=_create_command_cursor, result="cursor"),
-        "aggregate": _op("aggregate", "pipeline", "session", "allowDiskUse batchSize bypassDocumentValidation "
-                         "collation comment let maxTimeMS maxAwaitTimeMS hint",
-                         call=lambda run, d, a, k: list(d.aggregate(*a, **k)), result="documents"),
-        "listCollections": _op("list_collections", "", "session filter comment",
-                               "batchSize nameOnly authorizedCollections",
-                               call=lambda run, d, a, k: list(d.list_collections(*a, **k)), result="documents"),
+                                   ignored="commandName", call=_create_command_cursor, result="cursor"),
+        "aggregate": _op("aggregate", "pipeline", "session timeoutMode", "allowDiskUse batchSize "
+                         "bypassDocumentValidation collation comment let maxTimeMS maxAwaitTimeMS hint",
+                         iterate=list, result="documents"),
+        "listCollections": _op("list_collections", "", "session filter comment timeoutMode",
+                               "batchSize nameOnly authorizedCollections", iterate=list, result="documents"),
         "listCollectionNames": _op("list_collection_names", "", "session filter comment", "authorizedCollections"),
         "listCollectionObjects": _op("list_collection_objects", "", "session filter comment"),
         "createCollection": _op("create_collection", "collection", "session",
@@ -316,15 +360,15 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
         "createChangeStream": _op("watch", "", "pipeline " + _WATCH, call=_watch, result="cursor"),
     },
     "collection": {
-        "aggregate": _op("aggregate", "pipeline", "session let comment",
+        "aggregate": _op("aggregate", "pipeline", "session let comment timeoutMode",
                          "allowDiskUse batchSize bypassDocumentValidation collation maxTimeMS maxAwaitTimeMS hint",
-                         call=lambda run, c, a, k: list(c.aggregate(*a, **k)), result="documents"),
+                         iterate=list, result="documents"),
         "bulkWrite": _op("bulk_write", "requests", "ordered bypassDocumentValidation session comment let",
                          call=_bulk_write),
         "countDocuments": _op("count_documents", "filter", "session comment", "skip limit collation hint maxTimeMS"),
         "count": _op("count", "", "session comment filter", "skip limit collation hint maxTimeMS"),
         "estimatedDocumentCount": _op("estimated_document_count", "", "comment", "maxTimeMS"),
-        "find": _op("find", "filter", _FIND, call=_find_all, result="documents"),
+        "find": _op("find", "filter", _FIND, call=_find, iterate=list, result="documents"),
         "findOne": _op("find_one", "filter", _FIND),
         "createFindCursor": _op("find", "filter", _FIND, call=_find_cursor, result="cursor"),
         "findOneAndDelete": _op("find_one_and_delete", "filter", "projection sort hint session let comment",
@@ -351,9 +395,9 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
                            "maxTimeMS", call=_create_index),
         "dropIndex": _op("drop_index", "name", "session comment", "maxTimeMS"),
         "dropIndexes": _op("drop_indexes", "", "session comment", "maxTimeMS"),
-        "listIndexes": _op("list_indexes", "", "session comment", "batchSize",
-                           call=lambda run, c, a, k: list(c.list_indexes(*a, **k)), result="documents"),
-        "listIndexNames": _op("list_indexes", "", "session comment", call=_list_index_names),
+        "listIndexes": _op("list_indexes", "", "session comment timeoutMode", "batchSize", iterate=list,
+                           result="documents"),
+        "listIndexNames": _op("list_indexes", "", "session comment", iterate=_index_names),
         "drop": _op("drop", "", "session comment encryptedFields", result="none"),
         "rename": _op("rename", "to", "session comment", "dropTarget"),
         "createChangeStream": _op("watch", "", "pipeline " + _WATCH, call=_watch, result="cursor"),
@@ -388,12 +432,14 @@ OPERATIONS: dict[str, dict[str, Operation]] = {
         "renameByName": _op("rename_by_name", "filename newFilename", "session", result="none"),
         "deleteByName": _op("delete_by_name", "filename", "session", result="none"),
         "drop": _op("drop", "", "session", result="none"),
+        "find": _op("find", "filter", "batchSize limit skip sort noCursorTimeout maxTimeMS session",
+                    call=_bucket_find, iterate=_files_documents, result="documents"),
     },
 }
 
 _CURSOR_OPERATIONS = {
-    "iterateUntilDocumentOrError": _op(None, call=_iterate_until_document),
-    "iterateOnce": _op(None, call=_iterate_once),
+    "iterateUntilDocumentOrError": _op(None, call=_iterate_until_document, timed=False),
+    "iterateOnce": _op(None, call=_iterate_once, timed=False),
     "close": _op(None, call=_close_cursor, result="none"),
 }
 for _kind in ("changeStream", "findCursor", "commandCursor"):
@@ -423,6 +469,11 @@ def _convert(run: Any, name: str, value: Any) -> Any:
         if not isinstance(value, str) or value.lower() not in cursor_types:
             raise TestFileError(f"unknown cursorType {value!r}")
         return getattr(run.adapter.CursorType, cursor_types[value.lower()])
+    if name == "timeoutMode":
+        modes = {"cursorLifetime": "CURSOR_LIFETIME", "iteration": "ITERATION"}
+        if value not in modes:
+            raise TestFileError(f"unknown timeoutMode {value!r}")
+        return getattr(run.adapter.TimeoutMode, modes[value])
     return value
 
 
@@ -452,6 +503,7 @@ def prepare(run: Any, kind: str, target: Any, name: str, arguments: Optional[Map
     reason = run.adapter.unsupported_operations.get(name)
     if reason:
         raise NotSupported(reason)
+    timeout = _timeout_seconds(run, arguments.pop("timeoutMS", None))
     positional = [_convert(run, arg, arguments[arg]) for arg in operation.positional]
     keywords = {_keyword(operation, arg): _convert(run, arg, value) for arg, value in arguments.items()
                 if arg not in operation.positional and arg not in operation.ignored}
@@ -463,11 +515,19 @@ def prepare(run: Any, kind: str, target: Any, name: str, arguments: Optional[Map
         if operation.call is None:
             _check_keywords(run, getattr(target, operation.method), keywords, name)
 
+    iterate = operation.iterate
+    iterate_in_block = not run.adapter.cursors_keep_timeout
+
     def invoke() -> Any:
-        if operation.call is not None:
-            result = operation.call(run, target, positional, keywords)
-        else:
-            result = getattr(target, operation.method)(*positional, **keywords)
+        with _timeout_block(run, timeout):
+            if operation.call is not None:
+                result = operation.call(run, target, positional, keywords)
+            else:
+                result = getattr(target, operation.method)(*positional, **keywords)
+            if iterate is not None and iterate_in_block:
+                result = iterate(result)
+        if iterate is not None and not iterate_in_block:
+            result = iterate(result)  # the cursor keeps the timeout it was created with
         if operation.result == "none":
             return MISSING
         return result
@@ -478,6 +538,24 @@ def prepare(run: Any, kind: str, target: Any, name: str, arguments: Optional[Map
                        "createCommandCursor": "commandCursor"}[name]
     entity_kind = _ENTITY_KIND_OF_RESULT.get(name, entity_kind)
     return Prepared(invoke, operation.result, entity_kind)
+
+
+def _timeout_seconds(run: Any, timeout_ms: Any) -> Optional[float]:
+    """The ``timeoutMS`` argument in seconds (None: not given)."""
+    if timeout_ms is None:
+        return None
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)):
+        raise TestFileError(f"timeoutMS must be a number, got {timeout_ms!r}")
+    if run.adapter.timeout is None:
+        raise NotSupported(f"{run.adapter.name} has no timeout() block for an operation's timeoutMS")
+    return timeout_ms / 1000.0
+
+
+def _timeout_block(run: Any, seconds: Optional[float]) -> Any:
+    """The driver's ``timeout(seconds)`` block for an operation's timeoutMS, or nothing."""
+    if seconds is None:
+        return contextlib.nullcontext()
+    return run.adapter.timeout(seconds)
 
 
 def _check_keywords(run: Any, method: Callable, keywords: Mapping[str, Any], name: str) -> None:

@@ -6,8 +6,9 @@ checks the file's schema version and requirements (raising
 named), seeds initialData with the internal client, creates the entities,
 executes each operation, then disables fail points and asserts expectEvents,
 expectLogMessages and outcome. Sessions, cursors, threads and clients are
-always cleaned up, fail points always turned off; killAllSessions runs after a
-failed test and around tests that use transactions.
+always cleaned up, fail points always turned off, and commands they blocked
+awaited on the server; killAllSessions runs after a failed test and around
+tests that use transactions.
 """
 
 from __future__ import annotations
@@ -96,6 +97,8 @@ class TestRun:
         self.entities.run_operation = self.execute
         self.matcher = Matcher(self.adapter.bson, self.entities, self.adapter.json_loads)
         self.fail_points: list = []
+        self.blocked_commands: set = set()
+        """Commands the test's fail points block (blockConnection): awaited on the server at clean-up."""
         self.started_transaction = _uses(test.get("operations", []), _TRANSACTION_OPERATIONS)
         self.entities.fast_heartbeat = _uses(test.get("operations", []), _FAIL_POINT_OPERATIONS)
 
@@ -130,7 +133,8 @@ class TestRun:
 
     def _clean_up(self, passed: bool) -> None:
         first_error: Optional[BaseException] = None
-        for step in (lambda: special.disable_fail_points(self), self.entities.close):
+        for step in (lambda: special.disable_fail_points(self), self.entities.close,
+                     lambda: special.await_blocked_commands(self)):
             try:
                 step()
             except Exception as exc:

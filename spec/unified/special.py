@@ -49,6 +49,9 @@ def fail_point(run: Any, arguments: Any) -> None:
     command = args["failPoint"]
     client.get_database("admin").command(command, read_preference=run.context.read_preference({"mode": "primary"}))
     run.fail_points.append((client, None, command["configureFailPoint"]))
+    data = command.get("data") or {}
+    if data.get("blockConnection"):
+        run.blocked_commands.update(name for name in data.get("failCommands", ()) if name not in _MONITORING)
 
 
 def targeted_fail_point(run: Any, arguments: Any) -> None:
@@ -87,6 +90,35 @@ def disable_fail_points(run: Any) -> None:
     run.fail_points.clear()
     if errors:
         raise errors[0]
+
+
+#: Commands a monitor sends: a blocked one changes no data, and awaitable hellos stay active for long.
+_MONITORING = frozenset({"hello", "isMaster", "ismaster"})
+
+
+def await_blocked_commands(run: Any, timeout: float = WAIT_TIMEOUT) -> None:
+    """Wait until no command the test's fail points blocked is still running on the server.
+
+    A client that gives up on a blocked command (a CSOT timeout) closes its connection, but
+    SecantusDB still runs the command once the block ends, even past its maxTimeMS (mongod fails it
+    with MaxTimeMSExpired instead). Such a late write would land in the next test: a GridFS delete
+    timed out by one test deleted the chunks the next test had just inserted. The server's
+    ``currentOp`` is the only sign of it, so this polls that, as ``waitForEvent`` polls events.
+    """
+    names, run.blocked_commands = set(run.blocked_commands), set()
+    if not names:
+        return
+    admin = run.context.internal_client.get_database("admin")
+
+    def settled() -> bool:
+        try:
+            operations = admin.command("currentOp").get("inprog", [])
+        except run.adapter.errors.OperationFailure:
+            return True  # the server does not tell: nothing to wait for
+        return not any(op.get("active") and next(iter(op.get("command") or {}), None) in names
+                       for op in operations)
+
+    _wait_until(settled, timeout, f"the blocked {sorted(names)} commands to finish on the server")
 
 
 # -- session assertions ------------------------------------------------------------------------

@@ -97,6 +97,25 @@ class DriverAdapter:
     """Spec operations this driver deliberately lacks -> why (the test is skipped)."""
     unsupported_uri_options: Mapping[str, str] = field(default_factory=dict)
     csfle_available: bool = False
+    # -- Client Side Operations Timeout (CSOT) -------------------------------------------------
+    timeout: Optional[Callable[[Optional[float]], Any]] = None
+    """The driver's ``timeout(seconds)`` block (``pymongo.timeout``): an operation's ``timeoutMS``
+    argument runs the operation inside it (None: the driver has no such block)."""
+    TimeoutMode: Any = None
+    """The driver's timeoutMode values, ``CURSOR_LIFETIME`` and ``ITERATION`` (None: no timeoutMode)."""
+    entity_timeout_keyword: Optional[str] = None
+    """The get_database/get_collection keyword taking databaseOptions/collectionOptions ``timeoutMS``
+    (milliseconds; None: the driver has no Database/Collection-level timeout)."""
+    session_timeout_keyword: Optional[str] = None
+    """The start_session keyword taking sessionOptions ``defaultTimeoutMS`` (None: none)."""
+    cursor_timeout: Callable[[Any], Optional[float]] = lambda cursor: None
+    """A cursor -> the timeoutMS (seconds) it was created with, None without one: iterateUntilDocumentOrError
+    on a tailable cursor loops under one such block, as a blocking ``next`` would."""
+    cursors_keep_timeout: bool = False
+    """True when a cursor keeps the timeout in force where it was created (greenmongo): the runner then
+    iterates a cursor-creating operation's result outside the operation's timeout block, so an
+    ``iteration`` cursor's ``next`` calls are not capped by it. False (PyMongo reads the enclosing block at
+    each call): the iteration stays inside the block."""
 
 
 def selected_driver_name() -> str:

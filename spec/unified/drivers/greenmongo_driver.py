@@ -98,6 +98,10 @@ def load() -> DriverAdapter:
             raise NotSupported("the session has not used a server session yet")
         return bool(server_session.dirty)
 
+    def cursor_timeout(cursor: Any) -> Optional[float]:
+        # Cursor, CommandCursor and GridOutCursor keep their CursorTimeout there; ChangeStream too.
+        return cursor._timeout.timeout
+
     listener_bases = {
         family: base
         for family, base in (
@@ -167,4 +171,10 @@ def load() -> DriverAdapter:
                                "(the Snapshot Reads spec's snapshotTime)",
         },
         csfle_available=False,
+        timeout=greenmongo.timeout,
+        TimeoutMode=greenmongo.TimeoutMode,
+        entity_timeout_keyword="timeout_ms",
+        session_timeout_keyword="default_timeout_ms",
+        cursor_timeout=cursor_timeout,
+        cursors_keep_timeout=True,  # a cursor's CursorTimeout is decided where it is created
     )

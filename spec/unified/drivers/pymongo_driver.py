@@ -111,6 +111,7 @@ def load() -> DriverAdapter:
         blocking_io=True,
         unsupported_arguments={
             "rawData": "PyMongo 4.20 has no rawData option",
+            "timeoutMode": "PyMongo 4.20 has no timeoutMode (CSOT cursor timeout modes)",
         },
         unsupported_operations={
             "count": "PyMongo 4 removed Collection.count",
@@ -123,4 +124,9 @@ def load() -> DriverAdapter:
             "waitQueueMultiple": "PyMongo has no waitQueueMultiple",
         },
         csfle_available=False,
+        # CSOT: pymongo.timeout only. PyMongo 4.20 has no Database/Collection timeoutMS, no session
+        # defaultTimeoutMS and no timeoutMode (its cursors read the enclosing pymongo.timeout block at
+        # each call, so the runner keeps their iteration inside the operation's block).
+        timeout=pymongo.timeout,
+        cursors_keep_timeout=False,
     )
