@@ -209,6 +209,8 @@ NOT_IN_PYMONGO_ENTRIES = [
     unified("sessions/tests", _PYMONGO_SHAPED + r"PyMongo 4\.20's ClientSession has no public snapshot time",
             NOT_IN_PYMONGO, "getSnapshotTime: the Snapshot Reads spec's snapshotTime, which PyMongo 4.20's "
             "ClientSession does not expose", files="snapshot-sessions.json::*"),
+    unified("client-side-operations-timeout/tests", _PYMONGO_SHAPED + r"PyMongo 4 removed Collection\.count ",
+            NOT_IN_PYMONGO, _WHY_COUNT),
     unified("crud/tests/unified", r"^PyMongo 4\.20 has no rawData option", NOT_IN_PYMONGO, _WHY_RAW_DATA),
     unified("collection-management/tests", r"^PyMongo 4\.20 has no rawData option", NOT_IN_PYMONGO,
             _WHY_RAW_DATA),
