@@ -23,10 +23,14 @@ _PURE_SPEC_MODULES = frozenset({
     "test_auth_legacy.py",
 })
 #: Unified suites the patched pass runs again: every kind of I/O path (CRUD, cursors, bulk, sessions,
-#: transactions, retries with failpoints, change streams, GridFS, overload backoff). The other suites
-#: exercise the same paths with other command shapes; the unpatched pass runs them all.
+#: transactions, retries with failpoints, change streams, GridFS, overload backoff, timeoutMS deadlines:
+#: the CSOT suite is the only end-to-end test of greenlet-local timeout() blocks, deadline-bounded
+#: sockets and waits in a patched process; it is timing-based, and as reliable patched as unpatched
+#: with its reruns, spec/unified/fixtures.py TIMING_RERUNS). The other suites exercise the same paths
+#: with other command shapes; the unpatched pass runs them all.
 _PATCHED_PASS_UNIFIED = ("crud/", "transactions/", "transactions-convenient-api/", "retryable-writes/",
-                         "sessions/", "change-streams/", "gridfs/", "client-backpressure/", "valid-pass/")
+                         "sessions/", "change-streams/", "gridfs/", "client-backpressure/", "valid-pass/",
+                         "client-side-operations-timeout/")
 
 
 def _single_pass(item) -> bool:

@@ -4,6 +4,7 @@ import pytest
 
 from spec.report import SuiteTally
 from spec.support import in_ci, iter_missing, spec_dir
+from spec.unified import fixtures as unified_fixtures
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -20,3 +21,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if in_ci():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The unified cases that failed and then passed on a rerun (spec/unified/fixtures.py TIMING_RERUNS)."""
+    if not unified_fixtures.RERUNS:
+        return
+    terminalreporter.section("timing reruns")
+    terminalreporter.write_line(f"{len(unified_fixtures.RERUNS)} unified case(s) passed only on a rerun; "
+                                "their first failure:")
+    for case, error in unified_fixtures.RERUNS:
+        terminalreporter.write_line(f"  {case}")
+        terminalreporter.write_line(f"      {error}")

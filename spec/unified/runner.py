@@ -99,6 +99,9 @@ class TestRun:
         self.fail_points: list = []
         self.blocked_commands: set = set()
         """Commands the test's fail points block (blockConnection): awaited on the server at clean-up."""
+        self.expected_errors: list[str] = []
+        """The errors operations raised as expected, named in an expectEvents mismatch (a timing failure
+        is told apart by them: which step timed out, and how)."""
         self.started_transaction = _uses(test.get("operations", []), _TRANSACTION_OPERATIONS)
         self.entities.fast_heartbeat = _uses(test.get("operations", []), _FAIL_POINT_OPERATIONS)
 
@@ -182,7 +185,13 @@ class TestRun:
 
     def _assert_events(self) -> None:
         for expected in self.test.get("expectEvents", []):
-            assert_events(self.matcher, expected, self.entities.recorder(expected["client"]))
+            try:
+                assert_events(self.matcher, expected, self.entities.recorder(expected["client"]))
+            except MatchError as exc:
+                if not self.expected_errors:
+                    raise
+                raise MatchError(f"{exc} (expected errors the operations raised: "
+                                 f"{'; '.join(self.expected_errors)})") from exc
         for expected in self.test.get("expectLogMessages", []):
             self.entities.get(expected["client"], "client")
             collector = self.entities.log_collectors.get(expected["client"])
@@ -213,6 +222,7 @@ class TestRun:
             if "expectError" not in operation:
                 raise
             assert_error(self.matcher, self.adapter.errors, operation["expectError"], exc)
+            self.expected_errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
             if in_callback:
                 raise  # withTransaction must see its callback's errors
             return
