@@ -228,3 +228,12 @@ def test_no_rerun_for_a_bad_test_file_or_outside_the_timing_suites(monkeypatch: 
     with pytest.raises(type(error)):
         fixtures.run_case(Servers(), fixtures.UnifiedCase(suite, Path("x.json"), 0))
     assert len(calls) == 1
+
+
+def test_a_cursor_of_a_driver_reading_the_enclosing_block_iterates_under_the_creating_timeout() -> None:
+    log: list = []
+    entity = prepare(make_run(log, keep=False), "database", Database(log), "createCommandCursor",
+                     {"command": {"find": "c"}, "commandName": "find", "timeoutMS": 300}).invoke()
+    log.clear()
+    assert entity.iterate_once() == {"_id": 1}
+    assert log == [("enter", 0.3), "next", ("exit", 0.3)]

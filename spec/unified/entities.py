@@ -49,9 +49,11 @@ class CursorEntity:
 
     A lazily created find cursor is primed with one ``next`` at creation (so the
     server cursor exists); that document is handed out by the first iteration.
-    ``iteration_block`` (tailable cursors with a timeoutMS): a factory of the
-    ``timeout()`` block iterateUntilDocumentOrError's loop runs in, so that the
-    loop's getMores share one timeoutMS as the spec's blocking ``next`` would.
+    ``iteration_block``: a factory of the ``timeout()`` block each iteration
+    operation runs in. For a tailable cursor with a timeoutMS, iterateUntilDocumentOrError's
+    loop then shares one timeoutMS as the spec's blocking ``next`` would; for a
+    driver whose cursors do not keep the timeout they were created with (PyMongo),
+    it is the creating operation's timeoutMS, as its users bound ``next`` calls.
     """
 
     def __init__(self, cursor: Any, kind: str, prime: bool,
@@ -91,6 +93,12 @@ class CursorEntity:
     def iterate_once(self) -> Any:
         if self.buffer:
             return self.buffer.popleft()
+        if self.iteration_block is None:
+            return self._once()
+        with self.iteration_block():
+            return self._once()
+
+    def _once(self) -> Any:
         try_next = getattr(self.cursor, "try_next", None)
         if try_next is not None:
             result = try_next()

@@ -20,6 +20,9 @@ operation is two phases, the call that creates the cursor and the iteration
 (``iterate``); with a driver whose cursors keep the timeout they were created
 with, only the first runs inside the block, so an ``iteration``-mode cursor's
 ``next`` calls each get the whole timeoutMS instead of the block's remainder.
+With a driver whose cursors read the enclosing block at each call (PyMongo), the
+iteration stays inside the block, and a cursor entity's later iteration
+operations each run in a block of the creating operation's timeoutMS.
 """
 
 from __future__ import annotations
@@ -528,6 +531,11 @@ def prepare(run: Any, kind: str, target: Any, name: str, arguments: Optional[Map
                 result = iterate(result)
         if iterate is not None and not iterate_in_block:
             result = iterate(result)  # the cursor keeps the timeout it was created with
+        if (timeout is not None and iterate_in_block and isinstance(result, CursorEntity)
+                and result.iteration_block is None):
+            # The driver's iteration reads the enclosing block only: bound each iteration operation by
+            # the creating one's timeoutMS (else a change stream created under it would wait forever).
+            result.iteration_block = lambda: run.adapter.timeout(timeout)
         if operation.result == "none":
             return MISSING
         return result
