@@ -35,8 +35,6 @@ UNIFIED_SUITES = [
     "server-discovery-and-monitoring/tests/unified",
     "server-selection/tests/logging",
     "mongodb-handshake/tests/unified",
-
-
     "client-side-operations-timeout/tests",
     # Not run: "load-balancers/tests" (needs a load balancer) and
     # "connection-monitoring-and-pooling/tests/logging" (needs auth on the suite's server).
