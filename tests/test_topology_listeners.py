@@ -53,29 +53,6 @@ class SlowRecorder(Recorder):
         finally:
             self.active -= 1
 
-    def opened(self, event: Any) -> None:
-        self._add(event)
-
-    def closed(self, event: Any) -> None:
-        self._add(event)
-
-    def description_changed(self, event: Any) -> None:
-        self._add(event)
-
-    def started(self, event: Any) -> None:
-        self._add(event)
-
-    def succeeded(self, event: Any) -> None:
-        self._add(event)
-
-    def failed(self, event: Any) -> None:
-        self._add(event)
-
-    pool_created = pool_ready = pool_cleared = pool_closed = _add
-    connection_created = connection_ready = connection_closed = _add
-    connection_check_out_started = connection_check_out_failed = _add
-    connection_checked_out = connection_checked_in = _add
-
 
 def _to_unknown(event: Any) -> bool:
     return (isinstance(event, ServerDescriptionChangedEvent)

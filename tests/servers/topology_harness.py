@@ -304,11 +304,14 @@ class Recorder(ServerHeartbeatListener, ServerListener, TopologyListener, Connec
     def failed(self, event: Any) -> None:
         self._add(event)
 
-    # CMAP
-    pool_created = pool_ready = pool_cleared = pool_closed = _add
-    connection_created = connection_ready = connection_closed = _add
-    connection_check_out_started = connection_check_out_failed = _add
-    connection_checked_out = connection_checked_in = _add
+    # CMAP (through a method, so that a subclass overriding ``_add`` gets these too)
+    def _pool_event(self, event: Any) -> None:
+        self._add(event)
+
+    pool_created = pool_ready = pool_cleared = pool_closed = _pool_event
+    connection_created = connection_ready = connection_closed = _pool_event
+    connection_check_out_started = connection_check_out_failed = _pool_event
+    connection_checked_out = connection_checked_in = _pool_event
 
     def of(self, *kinds: type) -> list[Any]:
         return [event for event in self.events if isinstance(event, kinds)]
