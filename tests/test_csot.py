@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import time
 from typing import Any, Iterator
 
@@ -28,6 +29,7 @@ from greenmongo.errors import (
     InvalidOperation,
     NetworkTimeout,
     OperationFailure,
+    ServerSelectionTimeoutError,
     WaitQueueTimeoutError,
 )
 from greenmongo.monitoring import CommandListener
@@ -189,6 +191,26 @@ def test_with_transaction_refuses_an_operation_timeout_inside_its_callback(serve
         assert recorder.names() == []  # refused before anything was sent; nothing to abort
     finally:
         client.close()
+
+
+def test_the_selection_timeout_error_names_the_limit_that_ended_the_wait() -> None:
+    """A server selection cut short by timeoutMS reports what it waited (about 0.3 s), not the 30 s of
+    serverSelectionTimeoutMS that did not act; without a timeoutMS, serverSelectionTimeoutMS."""
+    client = MongoClient("mongodb://invalid/?serverSelectionTimeoutMS=30000&timeoutMS=300")
+    try:
+        with Timed() as timed, pytest.raises(ServerSelectionTimeoutError) as info:
+            client.admin.command("ping")
+    finally:
+        client.close()
+    assert info.value.timeout and timed.elapsed < 0.3 + SLACK
+    waited = float(re.search(r"Timeout: ([0-9.e-]+)s", str(info.value)).group(1))
+    assert 0.2 < waited <= 0.3, str(info.value)
+    legacy = MongoClient("mongodb://invalid/?serverSelectionTimeoutMS=200")
+    try:
+        with pytest.raises(ServerSelectionTimeoutError, match=r"Timeout: 0\.2s"):
+            legacy.admin.command("ping")
+    finally:
+        legacy.close()
 
 
 # == integration ======================================================================================

@@ -393,9 +393,11 @@ class Topology:
         self.open()
         if timeout is None:
             timeout = self._selection_timeout
-        end = monotonic() + timeout
-        if deadline is not None:
-            end = min(end, deadline)
+        started = monotonic()
+        end = started + timeout
+        if deadline is not None and deadline < end:
+            end = deadline
+            timeout = max(deadline - started, 0.0)  # what the operation's timeoutMS left: the limit that acts
         log = SelectionLogger(describe_criteria() if SERVER_SELECTION_LOGGER.isEnabledFor(logging.INFO) else "",
                               operation, operation_id)
         if log.enabled():
