@@ -190,6 +190,10 @@ DEPLOYMENT_ENTRIES = [
 
 #: What the test exercises is not in PyMongo 4.20's API, so not in greenmongo's.
 NOT_IN_PYMONGO_ENTRIES = [
+    Allowed("tests/test_csot_prose.py::test_prose_5a_blocking_iteration_of_tailable_cursors",
+            r"^CSOT prose 5a: ", NOT_IN_PYMONGO,
+            "the README applies it only to drivers with a blocking iteration method for tailable cursors; "
+            "PyMongo's Cursor.next() returns at each empty batch of a tailable cursor, and so does greenmongo's"),
     unified("crud/tests/unified", _PYMONGO_SHAPED + r"PyMongo 4 removed Collection\.count ", NOT_IN_PYMONGO,
             _WHY_COUNT),
     unified("retryable-reads/tests/unified", _PYMONGO_SHAPED + r"PyMongo 4 removed Collection\.count ",
@@ -219,6 +223,11 @@ NOT_IN_PYMONGO_ENTRIES = [
 
 #: Choices the specifications allow, made on purpose.
 DECISION_ENTRIES = [
+    Allowed("tests/test_csot_prose.py::test_prose_4a_timeout_ms_used_for_handshake_commands",
+            r"^CSOT prose 4a: ", DECISION,
+            "background connections (minPoolSize) never use the client's timeoutMS for their handshake: "
+            "connectTimeoutMS bounds them, as in PyMongo. The unified command-execution tests need background "
+            "connections to survive handshake blocks longer than timeoutMS, which applying it would break"),
     Allowed("spec/test_uri_options.py::test_uri_options[uri-options/tests/single-threaded-options.json::*]",
             r"^serverSelectionTryOnce is for single-threaded drivers only", DECISION,
             "serverSelectionTryOnce is for single-threaded drivers; the Server Selection spec forbids it for "
@@ -231,6 +240,10 @@ DECISION_ENTRIES = [
 
 #: Features greenmongo does not have yet and says so (README "Not yet"): the entry goes when it lands.
 NOT_BUILT_ENTRIES = [
+    Allowed("tests/test_csot_prose.py::test_prose_2_max_time_ms_is_not_set_for_mongocryptd",
+            r"^CSOT prose 2: ", NOT_BUILT, "needs mongocryptd: client-side field level encryption is not built"),
+    Allowed("tests/test_csot_prose.py::test_prose_3_client_encryption", r"^CSOT prose 3: ", NOT_BUILT,
+            "ClientEncryption: client-side field level encryption is not built"),
     unified_format("valid_pass", _CSFLE, NOT_BUILT, "client-side field level encryption is not built",
                    files="*kms*"),
     unified_format("valid_pass", _CSFLE, NOT_BUILT, "client-side field level encryption (queryable "
