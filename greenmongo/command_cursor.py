@@ -158,6 +158,7 @@ class _CursorBase(Generic[DocumentT]):
             kill = state.handle_error(exc)
             if kill is not None:
                 self._send_kill(kill, state)
+            self._release_session()  # the cursor is done: nothing (not even __del__) would give it back
             raise
         except BaseException:
             # Interrupted (Timeout, GreenletExit): do not block again; the client kills it later.

@@ -10,6 +10,7 @@ greenlets hand over through events and queues fed by command listeners.
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import re
 import time
@@ -42,6 +43,7 @@ from greenmongo.monitoring.pool import (
 )
 from greenmongo.write_concern import WriteConcern
 from tests.api_support import PoolRecorder, Recorder, scratch_database
+from tests.test_kill_safety_e2e import SessionCounter
 
 #: Allowance on top of a deadline for a loaded 2-core machine (the timeout must come at the deadline,
 #: not at some later, unrelated limit: the blocks used are always much longer than deadline + SLACK).
@@ -519,6 +521,28 @@ def test_close_after_a_timed_out_get_more_kills_the_server_cursor(internal, db, 
 
 
 @pytest.mark.server
+@pytest.mark.parametrize("code, options", [(2, {}), (50, {"timeoutMS": 5000})], ids=["error", "MaxTimeMSExpired"])
+def test_a_failed_get_more_gives_the_implicit_session_back(internal, db, probe, code, options) -> None:
+    """A getMore that fails with a server error (under a timeoutMS: MaxTimeMSExpired, a timeout error)
+    ends the cursor; its implicit session must go back to the pool even though the application drops the
+    cursor without close() (``list(find())``), as it does after a successful iteration."""
+    internal[db.name].coll.insert_many([{"_id": i} for i in range(3)])
+    p = probe(**options)
+    sessions = SessionCounter(p.client)
+    with fail_point(internal, {"times": 1}, failCommands=["getMore"], errorCode=code, appName=p.app):
+
+        def iterate() -> None:
+            with pytest.raises(OperationFailure) as info:
+                list(p.client[db.name].coll.find({}, batch_size=1))
+            assert info.value.code == code and info.value.timeout is (code == 50)
+
+        iterate()
+    gc.collect()
+    assert sessions.taken == 1 and sessions.outstanding == 0, (sessions.taken, sessions.returned)
+    assert [event.command_name for event in p.commands.failed_events] == ["getMore"]
+
+
+@pytest.mark.server
 def test_a_change_stream_timeout_leaves_the_stream_usable(internal, db, probe) -> None:
     p = probe(timeoutMS=600)
     coll = p.client[db.name].coll
@@ -536,25 +560,6 @@ def test_a_change_stream_timeout_leaves_the_stream_usable(internal, db, probe) -
         change = stream.next()  # resumes (a new aggregate), then finds the change
         assert change["operationType"] == "insert" and change["documentKey"] == {"_id": "after"}
         assert len(p.started("aggregate")) == 2
-
-
-def assert_timeout_caused_by_last_transient_error(error: BaseException, p: Probe) -> None:
-    """with_transaction ran out of time: never the transient error itself, but a timeout. Where the deadline
-    fell decides which: between attempts, a timeout error caused by the last transient error (code 24);
-    during the last attempt's insert, that insert's own timeout (it carries TransientTransactionError, as
-    any network error in a transaction does, so it is itself the last transient error)."""
-    assert getattr(error, "timeout", False) is True, repr(error)
-    assert not (isinstance(error, OperationFailure) and error.code == 24), repr(error)
-    cause = error.__cause__
-    if isinstance(cause, OperationFailure) and cause.code == 24:
-        assert cause.has_error_label("TransientTransactionError")
-        return
-    if isinstance(error, NetworkTimeout):  # the deadline fell while the last insert was on the wire
-        assert error.has_error_label("TransientTransactionError"), repr(error)
-        assert [event.command_name for event in p.commands.failed_events if event.command_name == "insert"]
-        return
-    # or too little was left to send the last insert at all (no more than the server's round trip)
-    assert isinstance(error, ExecutionTimeout) and error.code == 50 and cause is None, (repr(error), repr(cause))
 
 
 @pytest.mark.server
