@@ -146,15 +146,16 @@ class _CursorBase(Generic[DocumentT]):
         assert state is not None
         try:
             batch = self._core.get_more(state, self._timeout.for_fetch())
-        except ConnectionFailure as exc:
-            if exc.timeout and self._timeout.csot:
-                # The operation's timeout, not a broken server: the server cursor lives on and close()
-                # (or the next call, under timeoutMode iteration) still reaches it.
-                raise
-            # The server may be unreachable: waiting here to kill would block for server selection.
-            self._kill_later()
-            raise
         except Exception as exc:
+            if getattr(exc, "timeout", False) and self._timeout.csot:
+                # Out of time (a network timeout, a timeout before sending, MaxTimeMSExpired), not a broken
+                # server: the server cursor lives on and close() (or the next call, under timeoutMode
+                # iteration) still reaches it. A killCursors here would outlive this call's deadline.
+                raise
+            if isinstance(exc, ConnectionFailure):
+                # The server may be unreachable: waiting here to kill would block for server selection.
+                self._kill_later()
+                raise
             kill = state.handle_error(exc)
             if kill is not None:
                 self._send_kill(kill, state)

@@ -543,6 +543,32 @@ def test_a_failed_get_more_gives_the_implicit_session_back(internal, db, probe, 
 
 
 @pytest.mark.server
+def test_a_get_more_timeout_error_ends_next_within_its_deadline(internal, db, probe) -> None:
+    """The server answers a getMore with MaxTimeMSExpired after 900 ms of the cursor's 1000: ``next()`` must
+    raise then, not start a killCursors with a fresh timeoutMS inside the same call (here blocked 900 ms
+    more: the call would take 1.8 s). The cursor is left to close(), which kills it with the timeout
+    afresh, as after a network timeout."""
+    internal[db.name].coll.insert_many([{"_id": i} for i in range(3)])
+    p = probe(timeoutMS=1000)
+    coll = p.client[db.name].coll
+    cursor = coll.find({}, batch_size=1)
+    next(cursor)
+    cursor_id = cursor.cursor_id
+    with fail_point(internal, {"times": 2}, failCommands=["getMore", "killCursors"], errorCode=50,
+                    blockConnection=True, blockTimeMS=900, appName=p.app):
+        with Timed() as timed, pytest.raises(ExecutionTimeout) as info:
+            next(cursor)
+        assert info.value.timeout is True
+        assert timed.elapsed < 1.0 + SLACK, timed.elapsed
+        assert not p.started("killCursors")
+        with Timed() as closing:
+            cursor.close()
+        assert closing.elapsed < 1.0 + SLACK, closing.elapsed
+    [kill] = p.started("killCursors")
+    assert kill["cursors"] == [cursor_id] and 0 < kill["maxTimeMS"] <= 1000
+
+
+@pytest.mark.server
 def test_a_change_stream_timeout_leaves_the_stream_usable(internal, db, probe) -> None:
     p = probe(timeoutMS=600)
     coll = p.client[db.name].coll
