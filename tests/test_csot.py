@@ -569,6 +569,39 @@ def test_a_get_more_timeout_error_ends_next_within_its_deadline(internal, db, pr
 
 
 @pytest.mark.server
+def test_queued_kills_do_not_hold_an_operation_past_its_timeout(internal, db, probe) -> None:
+    """A dropped cursor's killCursors waits in the client's queue and goes out before the client's next
+    operation. With the only connection busy, that operation (timeoutMS 200 ms) must not wait for the
+    connection on the kill's behalf past its own deadline; the kill stays queued and goes out later."""
+    internal[db.name].coll.insert_many([{"_id": i} for i in range(3)])
+    pings = StartedQueue("ping")
+    p = probe(pings, maxPoolSize=1)
+    coll = p.client[db.name].coll
+    cursor = coll.find({}, batch_size=1)
+    next(cursor)
+    cursor_id = cursor.cursor_id
+    with fail_point(internal, {"times": 1}, failCommands=["ping"], blockConnection=True, blockTimeMS=2000,
+                    appName=p.app):
+        holder = gevent.spawn(p.client.admin.command, "ping")
+        pings.queue.get(timeout=10)  # the only connection is busy for 2 s
+        del cursor
+        gc.collect()
+        assert p.client._core.pending_kills == 1  # queued by the dropped cursor, no I/O
+        with Timed() as timed, pytest.raises(GreenMongoError) as info:
+            with greenmongo.timeout(0.2):
+                coll.find_one({})
+        assert not holder.ready()
+        assert info.value.timeout is True, repr(info.value)
+        assert timed.elapsed < 0.2 + SLACK, timed.elapsed
+        assert p.client._core.pending_kills == 1  # not lost: still queued
+        assert holder.get(timeout=10)["ok"] == 1
+    assert coll.find_one({"_id": 0}) == {"_id": 0}  # the next operation sends it first
+    assert p.client._core.pending_kills == 0
+    [kill] = p.started("killCursors")
+    assert kill["cursors"] == [cursor_id]
+
+
+@pytest.mark.server
 def test_a_change_stream_timeout_leaves_the_stream_usable(internal, db, probe) -> None:
     p = probe(timeoutMS=600)
     coll = p.client[db.name].coll

@@ -65,8 +65,9 @@ class ClientCore:
 
     # -- the guard every operation passes ---------------------------------------------------
 
-    def check_usable(self, session: Optional[SessionState] = None) -> None:
-        """Wrong thread, closed client, fork, a foreign or ended session; then send queued kills."""
+    def check_usable(self, session: Optional[SessionState] = None, deadline: Deadline = LEGACY) -> None:
+        """Wrong thread, closed client, fork, a foreign or ended session; then send queued kills (within
+        the caller's ``deadline``: its operation must not wait past its timeoutMS on their behalf)."""
         if not on_hub(self._hub):
             raise InvalidOperation(
                 "this MongoClient belongs to the gevent hub of the thread that created it and cannot be "
@@ -80,27 +81,27 @@ class ClientCore:
                 raise InvalidOperation("Can only use session with the MongoClient that started it")
             session.check_not_ended()
         if self._pending_kills:
-            self._flush_kills()
+            self._flush_kills(deadline)
 
     def execute(self, operation: Operation[Any], *, session: Optional[SessionState] = None,
                 address: Optional[Address] = None, read_preference: Optional[ServerMode] = None,
                 deadline: Deadline = LEGACY) -> Any:
         """Check the client is usable, then run ``operation`` (see ``Executor.execute``)."""
-        self.check_usable(session)
+        self.check_usable(session, deadline)
         return self.executor.execute(operation, address=address, read_preference=read_preference, session=session,
                                      deadline=deadline)
 
     def execute_batches(self, bulk: Any, session: Optional[SessionState] = None,
                         run_batch: Optional[Callable[[Any], Any]] = None, deadline: Deadline = LEGACY) -> None:
         """A bulk write's batches, each selected and sent on its own, all within one ``deadline``."""
-        self.check_usable(session)
+        self.check_usable(session, deadline)
         executor = self.executor
         executor.execute_batches(
             bulk, run_batch or (lambda batch: executor.execute(batch, session=session, deadline=deadline)), deadline)
 
     def get_more(self, state: CursorState, deadline: Deadline = LEGACY) -> list:
         """One getMore on the server holding the cursor, with the cursor's session."""
-        self.check_usable()
+        self.check_usable(deadline=deadline)
         return self.executor.execute(state.get_more_operation(), address=state.address, session=state.session,
                                      deadline=deadline)
 
@@ -165,10 +166,15 @@ class ClientCore:
                 self._pending_kills.popleft()  # a server long gone: it reaps its cursors itself
             self._pending_kills.append((address, namespace, cursor_id))
 
-    def _flush_kills(self) -> None:
-        """Send queued kills to servers that are known now; keep the others for later, never wait."""
+    def _flush_kills(self, deadline: Deadline = LEGACY) -> None:
+        """Send queued kills to servers that are known now; keep the others for later, never wait.
+
+        Under the caller's timeoutMS they share its ``deadline``; those it leaves no time for stay queued.
+        """
         waiting = []
         while self._pending_kills:
+            if deadline.expired():
+                break  # the caller's time is up: the rest goes out with a later operation
             address, namespace, cursor_id = self._pending_kills.popleft()
             known = self.topology.description.server_descriptions().get(address)
             if known is None:
@@ -178,9 +184,12 @@ class ClientCore:
                 continue
             dbname, _, collection = namespace.partition(".")
             try:
-                self.executor.execute(KillCursorsOperation(dbname, collection, [cursor_id]), address=address)
-            except Exception:
-                pass  # the server reaps abandoned cursors itself after 10 minutes
+                self.executor.execute(KillCursorsOperation(dbname, collection, [cursor_id]), address=address,
+                                      deadline=deadline)
+            except Exception as exc:
+                if getattr(exc, "timeout", False) and deadline.csot:
+                    waiting.append((address, namespace, cursor_id))  # out of the caller's time: later
+                # otherwise let it go: the server reaps abandoned cursors itself after 10 minutes
         self._pending_kills.extend(waiting)
 
     # -- lifecycle ----------------------------------------------------------------------------------
