@@ -430,6 +430,33 @@ def test_retries_go_on_until_the_deadline_and_then_the_error_is_a_timeout(intern
 
 
 @pytest.mark.server
+def test_retries_under_a_timeout_let_other_greenlets_run(internal, db, probe) -> None:
+    """Under a timeoutMS retries go on until the deadline; an attempt that fails without any I/O (a
+    paused pool: PoolClearedError at once) must still let the hub run other greenlets between attempts.
+    Here another greenlet makes the pool ready 50 ms later and the insert then succeeds; a retry loop
+    that never yields would spin until the deadline (with timeoutMS=0, for ever) with the hub blocked."""
+    p = probe(timeoutMS=3000)
+    coll = p.client[db.name].coll
+    coll.insert_one({"_id": 0})
+    [server] = p.client._core.topology.servers().values()
+    server.pool.clear()  # paused while the server stays selectable (nothing marked it Unknown)
+    readied = []
+
+    def make_ready() -> None:
+        gevent.sleep(0.05)  # the pause this test is about, not a synchronisation
+        readied.append(time.monotonic())
+        server.pool.ready()
+
+    helper = gevent.spawn(make_ready)
+    with Timed() as timed:
+        coll.insert_one({"_id": 1})
+    helper.join(5)
+    assert readied and readied[0] < timed.started + timed.elapsed  # the helper ran while the insert retried
+    assert timed.elapsed < 0.05 + SLACK, timed.elapsed
+    assert internal[db.name].coll.count_documents({}) == 2
+
+
+@pytest.mark.server
 def test_a_wait_queue_timeout_under_timeout_ms_does_not_clear_the_pool(internal, db, probe) -> None:
     pings = StartedQueue("ping")
     p = probe(pings, maxPoolSize=1, waitQueueTimeoutMS=60000)

@@ -190,8 +190,10 @@ class Executor:
                     if decision.error is exc:
                         raise
                     raise decision.error from (exc if decision.chain else None)  # type: ignore[misc]
-                if decision.backoff:
-                    sleep(decision.backoff)
+                # Always through the hub, even without a backoff: an attempt may fail without any I/O (a
+                # paused pool) and, under a timeoutMS, retries go on until the deadline; a loop that never
+                # yields would block every other greenlet meanwhile (with timeoutMS=0, for ever).
+                sleep(decision.backoff)
                 holder.retrying = True
                 if operation.ends_transaction:
                     address = None  # the retry selects a server afresh
