@@ -24,6 +24,12 @@ outside the pools and monitors, the data is consistent (every acknowledged write
 interrupted ordered writes applied as a prefix, the counter between acknowledged and attempted
 increments, every read returned exactly what it asked for), and the client still serves fresh
 work. Figures are printed (``pytest -s``).
+
+A second test runs the same workload under timeoutMS (Client Side Operations Timeout) instead: random
+``greenmongo.timeout()`` blocks, database ``timeout_ms`` and short-lived clients' ``timeoutMS``, drawn
+around how long each kind of operation takes, so that deadlines run out in the handshake, in SCRAM,
+half-way through a reply, in the wait queue and between a bulk write's commands. The same invariants
+hold, and two more: every operation ends by its deadline (with slack), and the hub is never held up.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import os
 import random
 import time
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 import gevent
@@ -41,8 +48,9 @@ import greenlet
 import pytest
 from gevent.event import Event
 
+import greenmongo
 from greenmongo import InsertOne, MongoClient, UpdateOne
-from greenmongo.errors import ConnectionFailure
+from greenmongo.errors import ConnectionFailure, GreenMongoError
 from greenmongo.net.connection import Connection
 from greenmongo.client_session import ClientSession
 from tests.servers.secantus import SecantusServer
@@ -52,6 +60,8 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 LANES = int(os.environ.get("GREENMONGO_KILL_E2E_LANES", "200"))
 OPERATIONS = int(os.environ.get("GREENMONGO_KILL_E2E_OPERATIONS", "4000"))
+#: The timeoutMS run's operations.
+CSOT_OPERATIONS = int(os.environ.get("GREENMONGO_KILL_E2E_CSOT_OPERATIONS", "4000"))
 SEED = int(os.environ.get("GREENMONGO_KILL_E2E_SEED", "8"))
 WORKLOAD_DEADLINE = 50.0  # seconds: a hang fails the test instead of CI's global timeout
 MAX_POOL_SIZE = 8
@@ -115,6 +125,21 @@ def _frames_of_greenlet(glet: Any) -> list:
     return frames[::-1]
 
 
+def where_stuck(glet: Any) -> list:
+    """The greenmongo frames a stuck operation is waiting in (file:function:line, innermost last)."""
+    now = time.monotonic()
+    where = []
+    for frame in _frames_of_greenlet(glet):
+        if _GREENMONGO not in frame.f_code.co_filename:
+            continue
+        text = f"{frame.f_code.co_filename.rsplit(_GREENMONGO, 1)[-1]}:{frame.f_code.co_name}:{frame.f_lineno}"
+        deadline = frame.f_locals.get("deadline")
+        if isinstance(deadline, float):  # a monotonic deadline (selection, checkout, establishment)
+            text += f"[deadline {deadline - now:+.3f}s]"
+        where.append(text)
+    return where
+
+
 def phases(frames: Iterable[Any]) -> set:
     """What a stack was doing: the phases of an operation its greenmongo frames show."""
     found = set()
@@ -162,6 +187,8 @@ class Ledger:
         self.unexpected: list = []      # exceptions no operation should raise
         self.stuck: list = []           # operation greenlets a kill did not end
         self.fresh_clients: list = []
+        self.csot_landed = Counter()    # phase -> timeoutMS expiries whose error shows it (the CSOT run)
+        self.overruns: list = []        # operations still running OVERRUN_SLACK after their timeoutMS
 
     def land(self, exc: BaseException) -> None:
         labels = phases(_frames_of_traceback(exc.__traceback__)) or {"outside-greenmongo"}
@@ -169,8 +196,28 @@ class Ledger:
             self.landed[label] += 1
 
 
+@dataclass
+class Plan:
+    """One operation of a lane: what it runs on, and what interrupts it when."""
+
+    target: Any  # the database (or a short-lived client) the operation runs on
+    function: Callable[[Any, int], None]
+    timeout: Optional[float]  # the operation's own limit (a gevent.Timeout here; greenmongo.timeout() in the CSOT run)
+    kill_after: Optional[float]  # a Greenlet.kill() from the lane after this many seconds
+    undisturbed: bool  # nothing injected: the operation's time teaches the lane how long such operations take
+    fresh_client: bool  # ``target`` is a client of the operation's own, closed afterwards
+    limit: Optional[float] = None  # the operation's timeoutMS in seconds (the CSOT run): it must end by then
+
+
 class Workload:
+    #: How many operations the lanes run in all.
+    operations = OPERATIONS
+    #: How often the chaos's pool clear also interrupts the connections in use.
+    chaos_interrupts = 0.3
+
     def __init__(self, client: MongoClient, uri: str, seed: int) -> None:
+        self.hub_lag = 0.0  # the worst lateness of a 50 ms timer during the run (seconds)
+        self.began: dict = {}  # op -> when its greenlet began to run it (the CSOT run's timing)
         self.client = client
         self.uri = uri
         self.rng = random.Random(seed)
@@ -301,43 +348,55 @@ class Workload:
 
     # -- greenlets ----------------------------------------------------------------------------------
 
+    def plan(self, rng: random.Random, op: int, kind: str, function: Optional[Callable[[Any, int], None]]) -> Plan:
+        """How operation ``op`` runs and what interrupts it: a random gevent.Timeout or kill()."""
+        target: Any = self.db
+        fresh_client = function is None
+        if fresh_client:  # built here, not in the operation: a kill could orphan it there
+            target = MongoClient(self.uri, maxPoolSize=2, appname=f"fresh-{op}")
+            self.ledger.fresh_clients.append(target)
+            function = self.op_fresh_client
+        # Interruptions come at a random point of the operation's typical lifetime.
+        roll, when = rng.random(), rng.uniform(0, 1.5) * self.latency[kind]
+        timeout = when if roll < 0.25 else None
+        kill_after = when if 0.25 <= roll < 0.5 else None
+        if timeout is not None:
+            self.ledger.injected["timeout"] += 1
+        if kill_after is not None:
+            self.ledger.injected["kill"] += 1
+        return Plan(target, function, timeout, kill_after, undisturbed=roll >= 0.5, fresh_client=fresh_client)
+
     def lane(self, seed: int) -> None:
         rng = random.Random(seed)
         ledger = self.ledger
-        while self.next_op < OPERATIONS:
+        while self.next_op < self.operations:
             op = self.next_op
             self.next_op += 1
             kind, function = self.choose()
             ledger.operations[kind] += 1
-            target: Any = self.db
-            fresh_client = function is None
-            if fresh_client:  # built here, not in the operation: a kill could orphan it there
-                target = MongoClient(self.uri, maxPoolSize=2, appname=f"fresh-{op}")
-                ledger.fresh_clients.append(target)
-                function = self.op_fresh_client
-            # Interruptions come at a random point of the operation's typical lifetime.
-            roll, when = rng.random(), rng.uniform(0, 1.5) * self.latency[kind]
-            timeout = when if roll < 0.25 else None
-            kill_after = when if 0.25 <= roll < 0.5 else None
-            if timeout is not None:
-                ledger.injected["timeout"] += 1
-            if kill_after is not None:
-                ledger.injected["kill"] += 1
+            plan = self.plan(rng, op, kind, function)
             started = time.monotonic()
-            glet = gevent.spawn(self.run_operation, kind, function, target, op, timeout)
+            glet = gevent.spawn(self.run_operation, kind, plan.function, plan.target, op, plan.timeout)
             self.running.add(glet)
-            if kill_after is not None:
-                glet.join(kill_after)
+            if plan.limit is not None and plan.kill_after is None:
+                glet.join(plan.limit + OVERRUN_SLACK)
+                began = self.began.get(op)
+                if not glet.dead and began is not None:  # counted from when it began, not when it was spawned
+                    glet.join(max(began + plan.limit + OVERRUN_SLACK - time.monotonic(), 0))
+                if not glet.dead:  # still running well past its timeoutMS: where is it waiting?
+                    ledger.overruns.append((kind, op, plan.limit, where_stuck(glet)))
+            if plan.kill_after is not None:
+                glet.join(plan.kill_after)
                 if not glet.dead:
                     glet.kill(block=False)
             glet.join(15)
             if not glet.dead:
-                ledger.stuck.append((kind, op, glet))
+                ledger.stuck.append((kind, op, glet, where_stuck(glet)))
                 return
-            if roll >= 0.5 and glet.value:  # completed undisturbed: learn how long this kind takes
+            if plan.undisturbed and glet.value:  # completed undisturbed: learn how long this kind takes
                 self.latency[kind] += (time.monotonic() - started - self.latency[kind]) / 8
-            if fresh_client:
-                target.close()  # idempotent; closes it even if the kill came before the operation ran
+            if plan.fresh_client:
+                plan.target.close()  # idempotent; closes it even if the kill came before the operation ran
             gevent.sleep(rng.uniform(0, 0.01))  # think time: not every lane queues at every moment
 
     def sniper(self, event: str, args: Any) -> None:
@@ -378,7 +437,7 @@ class Workload:
         while not self.stop.is_set():
             gevent.sleep(rng.uniform(0.5, 1.5))
             for server in self.client._core.topology.servers().values():
-                interrupt = rng.random() < 0.3
+                interrupt = rng.random() < self.chaos_interrupts
                 server.pool.clear(interrupt_in_use_connections=interrupt)
                 self.ledger.injected["pool-clear" + (":interrupting" if interrupt else "")] += 1
                 gevent.sleep(rng.uniform(0, 0.002))
@@ -517,99 +576,315 @@ def open_sessions(client: MongoClient) -> list:
 
 # -- the test ---------------------------------------------------------------------------------------
 
+def seed(db: Any) -> None:
+    db.command("dropDatabase")
+    db.seeded.insert_many([{"_id": i, "v": i * i} for i in range(SEEDED_DOCS)])
+    db.large.insert_many([{"_id": i, "blob": large_blob(i)} for i in range(LARGE_DOCS)])
+    db.counter.insert_one({"_id": "c", "n": 0})
+
+
+class HubLag:
+    """A greenlet that sleeps 50 ms again and again and records how late its timer fires: the hub's
+    own lag. A greenlet that keeps the hub busy (a retry loop that never yields) shows up here."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._stop = Event()
+        self._greenlet = gevent.spawn(self._run)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            gevent.sleep(0.05)
+            self.worst = max(self.worst, time.monotonic() - started - 0.05)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._greenlet.join(5)
+        return self.worst
+
+
+def run_lanes(workload: Workload) -> float:
+    """Run the workload's LANES lanes (and the chaos) to the end; the elapsed time. The hub's worst lag
+    meanwhile goes to ``workload.hub_lag``."""
+    with workload:
+        lag = HubLag()
+        chaos = gevent.spawn(workload.chaos, SEED + 2)
+        started = time.monotonic()
+        lanes = [gevent.spawn(workload.lane, SEED * 1000 + n) for n in range(LANES)]
+        gevent.joinall(lanes, timeout=WORKLOAD_DEADLINE)
+        elapsed = time.monotonic() - started
+        workload.hub_lag = lag.stop()
+    chaos.join(5)
+    unfinished = [glet for glet in lanes if not glet.dead]
+    assert not unfinished, (f"{len(unfinished)} lanes still running after {WORKLOAD_DEADLINE}s, "
+                            f"{workload.next_op} operations begun, outcomes {dict(workload.ledger.outcomes)}, "
+                            f"injected {dict(workload.ledger.injected)}")
+    for glet in lanes + [chaos]:
+        glet.get()  # a lane or helper that raised is a test bug: show it
+    return elapsed
+
+
+def check_nothing_leaked(client: MongoClient, uri: str, workload: Workload, baseline: set,
+                         sessions: SessionCounter, elapsed: float, title: str) -> None:
+    """The invariants every interrupted run must leave: pools at rest, no leaked greenlet, connection or
+    session, consistent data, and a client that still serves fresh work. Figures are printed."""
+    db = workload.db
+    ledger = workload.ledger
+    # The pool was last cleared by the chaos (or by SDAM after an interrupted connection):
+    # wait for it to be usable again, then for the background to close stale connections.
+    for server in client._core.topology.servers().values():
+        server.pool.ready()
+    assert client.admin.command("ping")["ok"] == 1
+    fresh = ledger.fresh_clients
+    settle_started = time.monotonic()
+    settled = poll(lambda: not any(pool_problems(c, closed=True) for c in fresh)
+                   and not pool_problems(client, closed=False)
+                   and not any(c._core.topology.greenlets() for c in fresh), timeout=10, interval=0.02)
+    settle_time = time.monotonic() - settle_started
+    gc.collect()
+    unended_sessions = open_sessions(client)
+    leaked_greenlets = live_greenlets() - baseline - client_greenlets(client)
+    allowed = expected_open_connections([client])
+    leaked_connections = [conn for conn in open_connections() if id(conn) not in allowed]
+    main_pool = [(address, server.pool.stats().as_dict(), server.operation_count)
+                 for address, server in client._core.topology.servers().items()]
+    fresh_pools = [problem for c in fresh for problem in pool_problems(c, closed=True)]
+    data_problems = check_data(db, ledger)
+
+    # The client still works: 200 greenlets write and read back.
+    def round_trip(n: int) -> bool:
+        db.after.insert_one({"_id": n})
+        return db.after.find_one({"_id": n}) == {"_id": n}
+
+    after = [gevent.spawn(round_trip, n) for n in range(200)]
+    gevent.joinall(after, timeout=30, raise_error=True)
+    works = all(glet.value for glet in after) and db.after.count_documents({}) == 200
+    with MongoClient(uri, maxPoolSize=1) as another:
+        works = works and another.kill_e2e.counter.find_one({"_id": "c"}) is not None
+
+    interrupted = ledger.outcomes["timeout"] + ledger.outcomes["killed"] + ledger.outcomes["csot-timeout"]
+    operations = workload.operations
+    print(f"\n[{title}] {operations} operations across {LANES} lanes in {elapsed:.1f}s "
+          f"(+{len(fresh)} short-lived clients)")
+    print(f"  operations: {dict(ledger.operations)}")
+    print(f"  outcomes: {dict(ledger.outcomes)}")
+    print(f"  injected: {dict(ledger.injected)}")
+    print(f"  interruptions that landed: {interrupted}, by phase: {dict(ledger.landed)}")
+    if ledger.csot_landed:
+        print(f"  timeoutMS expiries by phase: {dict(ledger.csot_landed)}")
+    print(f"  main pool / operation count: {main_pool}")
+    print(f"  server sessions taken={sessions.taken} given back={sessions.returned}, "
+          f"pooled={len(client._core.server_sessions)}")
+    print(f"  leaked: greenlets={len(leaked_greenlets)} connections={len(leaked_connections)} "
+          f"sessions={sessions.outstanding} (unended={len(unended_sessions)}) "
+          f"pools-not-at-rest={len(fresh_pools) + len(pool_problems(client, closed=False))} "
+          f"stuck-operations={len(ledger.stuck)}")
+    print(f"  wrong reads={len(ledger.wrong)} unexpected errors={len(ledger.unexpected)} "
+          f"data problems={len(data_problems)} client works afterwards={works}")
+    print(f"  settled in {settle_time:.2f}s; the hub's worst lag during the run: {workload.hub_lag:.3f}s")
+    for problem in (ledger.unexpected + ledger.wrong)[:10]:
+        print(f"  problem: {str(problem)[:300]}")
+    for kind, op, _glet, where in ledger.stuck[:5]:
+        print(f"  stuck: {kind} #{op} in {' > '.join(where)}")
+    for kind, op, limit, where in ledger.overruns[:10]:
+        print(f"  overran its {limit * 1000:.0f} ms: {kind} #{op} in {' > '.join(where)}")
+
+    assert not ledger.stuck, ledger.stuck[:5]
+    assert not ledger.unexpected, ledger.unexpected[:10]
+    assert not ledger.wrong, ledger.wrong[:10]
+    assert settled, (pool_problems(client, closed=False), fresh_pools[:5])
+    assert not pool_problems(client, closed=False), pool_problems(client, closed=False)
+    assert not fresh_pools, fresh_pools[:5]
+    assert not leaked_greenlets, sorted(map(repr, leaked_greenlets))[:10]
+    assert not leaked_connections, leaked_connections[:10]
+    assert sessions.outstanding == 0 and not unended_sessions, (sessions.taken, sessions.returned,
+                                                                unended_sessions[:5])
+    assert not data_problems, data_problems
+    assert works
+    assert sum(ledger.operations.values()) == operations
+    assert interrupted >= operations // 10, ledger.outcomes
+    assert ledger.outcomes["completed"] >= operations // 8, ledger.outcomes  # real work got done too
+
+
 def test_interrupted_operations_leak_nothing_and_the_client_keeps_working(auth_server) -> None:
     uri = authenticated_uri(auth_server)
     client = MongoClient(uri, maxPoolSize=MAX_POOL_SIZE, maxConnecting=2)
     try:
-        db = client.kill_e2e
-        db.command("dropDatabase")
-        db.seeded.insert_many([{"_id": i, "v": i * i} for i in range(SEEDED_DOCS)])
-        db.large.insert_many([{"_id": i, "blob": large_blob(i)} for i in range(LARGE_DOCS)])
-        db.counter.insert_one({"_id": "c", "n": 0})
+        seed(client.kill_e2e)
         gc.collect()
         baseline = live_greenlets()
         sessions = SessionCounter(client)
-
         workload = Workload(client, uri, SEED)
-        with workload:
-            chaos = gevent.spawn(workload.chaos, SEED + 2)
-            started = time.monotonic()
-            lanes = [gevent.spawn(workload.lane, SEED * 1000 + n) for n in range(LANES)]
-            gevent.joinall(lanes, timeout=WORKLOAD_DEADLINE)
-            elapsed = time.monotonic() - started
-        chaos.join(5)
-        ledger = workload.ledger
-        unfinished = [glet for glet in lanes if not glet.dead]
-        assert not unfinished, f"{len(unfinished)} lanes still running after {WORKLOAD_DEADLINE}s"
-        for glet in lanes + [chaos]:
-            glet.get()  # a lane or helper that raised is a test bug: show it
-
-        # The pool was last cleared by the chaos (or by SDAM after an interrupted connection):
-        # wait for it to be usable again, then for the background to close stale connections.
-        for server in client._core.topology.servers().values():
-            server.pool.ready()
-        assert client.admin.command("ping")["ok"] == 1
-        fresh = ledger.fresh_clients
-        settle_started = time.monotonic()
-        settled = poll(lambda: not any(pool_problems(c, closed=True) for c in fresh)
-                       and not pool_problems(client, closed=False)
-                       and not any(c._core.topology.greenlets() for c in fresh), timeout=10, interval=0.02)
-        settle_time = time.monotonic() - settle_started
-        gc.collect()
-        unended_sessions = open_sessions(client)
-        leaked_greenlets = live_greenlets() - baseline - client_greenlets(client)
-        allowed = expected_open_connections([client])
-        leaked_connections = [conn for conn in open_connections() if id(conn) not in allowed]
-        main_pool = [(address, server.pool.stats().as_dict(), server.operation_count)
-                     for address, server in client._core.topology.servers().items()]
-        fresh_pools = [problem for c in fresh for problem in pool_problems(c, closed=True)]
-        data_problems = check_data(db, ledger)
-
-        # The client still works: 200 greenlets write and read back.
-        def round_trip(n: int) -> bool:
-            db.after.insert_one({"_id": n})
-            return db.after.find_one({"_id": n}) == {"_id": n}
-
-        after = [gevent.spawn(round_trip, n) for n in range(200)]
-        gevent.joinall(after, timeout=30, raise_error=True)
-        works = all(glet.value for glet in after) and db.after.count_documents({}) == 200
-        with MongoClient(uri, maxPoolSize=1) as another:
-            works = works and another.kill_e2e.counter.find_one({"_id": "c"}) is not None
-
-        interrupted = ledger.outcomes["timeout"] + ledger.outcomes["killed"]
-        print(f"\n[kill-safety e2e] {OPERATIONS} operations across {LANES} lanes in {elapsed:.1f}s "
-              f"(+{len(fresh)} short-lived clients)")
-        print(f"  operations: {dict(ledger.operations)}")
-        print(f"  outcomes: {dict(ledger.outcomes)}")
-        print(f"  injected: {dict(ledger.injected)}")
-        print(f"  interruptions that landed: {interrupted}, by phase: {dict(ledger.landed)}")
-        print(f"  main pool / operation count: {main_pool}")
-        print(f"  server sessions taken={sessions.taken} given back={sessions.returned}, "
-              f"pooled={len(client._core.server_sessions)}")
-        print(f"  leaked: greenlets={len(leaked_greenlets)} connections={len(leaked_connections)} "
-              f"sessions={sessions.outstanding} (unended={len(unended_sessions)}) "
-              f"pools-not-at-rest={len(fresh_pools) + len(pool_problems(client, closed=False))} "
-              f"stuck-operations={len(ledger.stuck)}")
-        print(f"  wrong reads={len(ledger.wrong)} unexpected errors={len(ledger.unexpected)} "
-              f"data problems={len(data_problems)} client works afterwards={works}")
-        print(f"  settled in {settle_time:.2f}s")
-
-        assert not ledger.stuck, ledger.stuck[:5]
-        assert not ledger.unexpected, ledger.unexpected[:10]
-        assert not ledger.wrong, ledger.wrong[:10]
-        assert settled, (pool_problems(client, closed=False), fresh_pools[:5])
-        assert not pool_problems(client, closed=False), pool_problems(client, closed=False)
-        assert not fresh_pools, fresh_pools[:5]
-        assert not leaked_greenlets, sorted(map(repr, leaked_greenlets))[:10]
-        assert not leaked_connections, leaked_connections[:10]
-        assert sessions.outstanding == 0 and not unended_sessions, (sessions.taken, sessions.returned,
-                                                                    unended_sessions[:5])
-        assert not data_problems, data_problems
-        assert works
-        assert sum(ledger.operations.values()) == OPERATIONS
-        assert interrupted >= OPERATIONS // 10, ledger.outcomes
+        elapsed = run_lanes(workload)
+        check_nothing_leaked(client, uri, workload, baseline, sessions, elapsed, "kill-safety e2e")
         for phase in TARGET_PHASES:
-            assert ledger.landed[phase] > 0, (phase, dict(ledger.landed))
-        assert ledger.outcomes["completed"] >= OPERATIONS // 8, ledger.outcomes  # real work got done too
+            assert workload.ledger.landed[phase] > 0, (phase, dict(workload.ledger.landed))
+    finally:
+        client.close()
+
+
+# -- the same under timeoutMS (Client Side Operations Timeout) ----------------------------------------
+
+#: Where a timeoutMS must be seen to run out: connecting (TCP, hello), authenticating (SCRAM), half-way
+#: through a reply body, queued for a connection, and inside a bulk write (between its commands).
+CSOT_TARGET_PHASES = ("handshake", "auth", "reply", "checkout-wait", "bulk")
+CLIENT_TIMEOUT_MS = 5000  # the main client's timeoutMS: every operation is under CSOT (retries, no wtimeout...)
+#: How long past its timeoutMS an operation may still be running (a loaded 2-core machine; 200 lanes).
+OVERRUN_SLACK = 2.0
+#: How late a 50 ms timer may fire during the run (a loaded machine); a greenlet that keeps the hub busy
+#: (a retry loop that never yields: 4 to 14 s here before it was fixed) goes far beyond.
+MAX_HUB_LAG = 2.0
+#: A short-lived client's timeoutMS when it is not a small one (its two operations and close() stay well
+#: inside the 15 s after which an operation counts as stuck).
+FRESH_CLIENT_TIMEOUT_MS = 2000
+
+
+def exception_frames(exc: Optional[BaseException]) -> list:
+    """The frames of ``exc``'s traceback and of the exceptions it was raised from: a timeoutMS that ran
+    out in a read is a NetworkTimeout raised from the socket's timeout, whose traceback reaches the read."""
+    frames: list = []
+    seen: set = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        frames += _frames_of_traceback(exc.__traceback__)
+        exc = exc.__cause__ if exc.__cause__ is not None else (
+            None if exc.__suppress_context__ else exc.__context__)
+    return frames
+
+
+class TimeoutWorkload(Workload):
+    """The kill test's workload with operations bounded by random timeoutMS values instead.
+
+    Each operation runs under the main client's timeoutMS, and most under a shorter one too, drawn
+    around how long such an operation takes: a ``greenmongo.timeout()`` block, or a database handle's
+    ``timeout_ms``; short-lived clients get a small client-level ``timeoutMS`` (which runs out during
+    discovery, the handshake or SCRAM). A few operations are also killed inside their timeout block.
+    The sniper is off: every timeout lands where the time runs out.
+    """
+
+    operations = CSOT_OPERATIONS
+    #: The chaos clears the pool without interrupting commands in flight. Under a timeoutMS a write whose
+    #: connection is cut is retried until it succeeds, often while the server still runs the first attempt,
+    #: and SecantusDB does not hold the retry back as mongod does (a session runs one command at a time):
+    #: both run, and the second fails with a duplicate key (or a $inc is applied twice). greenmongo sends
+    #: the retry with the same lsid and txnNumber; the kill run above covers interrupted connections.
+    chaos_interrupts = 0.0
+
+    def __init__(self, client: MongoClient, uri: str, seed: int) -> None:
+        super().__init__(client, uri, seed)
+        self.sniper_open = set()
+        self.timed_out_bulks: set = set()  # bulk_write groups whose operation raised a timeout
+
+    def plan(self, rng: random.Random, op: int, kind: str, function: Optional[Callable[[Any, int], None]]) -> Plan:
+        injected = self.ledger.injected
+        roll, when = rng.random(), rng.uniform(0, 1.5) * self.latency[kind]
+        timeout_ms = max(1, round(when * 1000))
+        if function is None:  # a short-lived client: its own, usually small, client-level timeoutMS
+            client_timeout = timeout_ms if roll < 0.8 else FRESH_CLIENT_TIMEOUT_MS
+            injected["client timeoutMS" if roll < 0.8 else "client timeoutMS (long)"] += 1
+            target = MongoClient(self.uri, maxPoolSize=2, appname=f"fresh-{op}", timeoutMS=client_timeout)
+            self.ledger.fresh_clients.append(target)
+            return Plan(target, self.op_fresh_client, None, None, undisturbed=roll >= 0.8, fresh_client=True)
+        if roll < 0.4:
+            injected["timeout()"] += 1
+            return Plan(self.db, function, when, None, undisturbed=False, fresh_client=False, limit=when)
+        if roll < 0.5:
+            injected["database timeout_ms"] += 1
+            database = self.client.get_database(self.db.name, timeout_ms=timeout_ms)
+            return Plan(database, function, None, None, undisturbed=False, fresh_client=False,
+                        limit=timeout_ms / 1000)
+        if roll < 0.55:
+            injected["timeout() + kill"] += 1
+            return Plan(self.db, function, when, rng.uniform(0, 1.5) * self.latency[kind], undisturbed=False,
+                        fresh_client=False)
+        return Plan(self.db, function, None, None, undisturbed=True, fresh_client=False,
+                    limit=CLIENT_TIMEOUT_MS / 1000)
+
+    def run_operation(self, kind: str, function: Callable[[Any, int], None], target: Any, op: int,
+                      timeout: Optional[float]) -> bool:
+        """The body of an operation's greenlet, ``timeout`` a ``greenmongo.timeout()`` block around it
+        (None: the handle's or client's timeoutMS only). Never raises; True if the operation completed."""
+        ledger = self.ledger
+        self.began[op] = time.monotonic()
+        try:
+            with greenmongo.timeout(timeout):
+                function(target, op)
+            ledger.outcomes["completed"] += 1
+            return True
+        except gevent.GreenletExit as exc:
+            ledger.outcomes["killed"] += 1
+            ledger.land(exc)
+        except GreenMongoError as exc:
+            if exc.timeout:
+                ledger.outcomes["csot-timeout"] += 1
+                ledger.outcomes[f"csot-timeout:{type(exc).__name__}"] += 1
+                for label in phases(exception_frames(exc)) or {"outside-greenmongo"}:
+                    ledger.csot_landed[label] += 1
+                if kind == "bulk_write":
+                    self.timed_out_bulks.add(f"bulk-{op}")
+            elif isinstance(exc, ConnectionFailure):  # the chaos clears the pool, as in the kill run
+                ledger.outcomes["connection-failure"] += 1
+                ledger.outcomes[f"connection-failure:{type(exc).__name__}"] += 1
+            else:
+                ledger.unexpected.append((kind, f"{type(exc).__name__}: {exc}"))
+        except BaseException as exc:  # noqa: BLE001 - a gevent.Timeout included: none is injected here
+            ledger.unexpected.append((kind, f"{type(exc).__name__}: {exc}"))
+        finally:
+            self.running.discard(gevent.getcurrent())
+        return False
+
+
+def bulks_cut_between_commands(db: Any, groups: Iterable[str]) -> int:
+    """Timed-out bulk writes (insert k, mark k, for k = 0, 1, 2) that had applied some of their inserts,
+    not all: their time ran out between or during their later commands."""
+    applied = Counter(doc["group"] for doc in db.ordered.find({"group": {"$in": sorted(groups)}}, {"group": 1}))
+    return sum(1 for count in applied.values() if 0 < count < 3)
+
+
+def sweep_reply_deadlines(workload: TimeoutWorkload, wanted: int = 3, tries: int = 300) -> int:
+    """Scans of the large documents (2 MB replies) under random deadlines within how long such a scan
+    takes, until ``wanted`` of them ran out while a reply body was arriving (the random workload seldom
+    times one so): how many scans that took."""
+    db = workload.db
+    rng = random.Random(SEED + 3)
+    started = time.monotonic()
+    workload.op_large(db, -1)
+    whole = time.monotonic() - started
+    for k in range(tries):
+        if workload.ledger.csot_landed["reply"] >= wanted:
+            return k
+        glet = gevent.spawn(workload.run_operation, "large", workload.op_large, db, -2 - k, rng.uniform(0, whole))
+        glet.join(15)
+        assert glet.dead
+    return tries
+
+
+def test_operations_under_random_timeouts_leak_nothing_and_the_client_keeps_working(auth_server) -> None:
+    """The kill test's workload and invariants with timeoutMS (CSOT) instead of gevent interruptions: a
+    deadline that runs out anywhere (the handshake, SCRAM, a half-read reply, the wait queue, between a
+    bulk write's commands) leaves nothing behind either, and the client goes on serving."""
+    uri = authenticated_uri(auth_server, timeoutMS=CLIENT_TIMEOUT_MS)
+    client = MongoClient(uri, maxPoolSize=MAX_POOL_SIZE, maxConnecting=2)
+    try:
+        seed(client.kill_e2e)
+        gc.collect()
+        baseline = live_greenlets()
+        sessions = SessionCounter(client)
+        workload = TimeoutWorkload(client, uri, SEED)
+        elapsed = run_lanes(workload)
+        sweeps = sweep_reply_deadlines(workload)
+        check_nothing_leaked(client, uri, workload, baseline, sessions, elapsed, "kill-safety e2e, timeoutMS")
+        ledger = workload.ledger
+        cut = bulks_cut_between_commands(workload.db, workload.timed_out_bulks)
+        print(f"  timed-out bulk writes cut between their commands: {cut} of {len(workload.timed_out_bulks)}; "
+              f"scans until three timed out mid-reply: {sweeps}")
+        assert ledger.outcomes["csot-timeout"] >= workload.operations // 10, ledger.outcomes
+        assert ledger.injected["sniper"] == 0
+        assert not ledger.overruns, ledger.overruns[:5]  # every operation ended by its timeoutMS (+ slack)
+        assert workload.hub_lag < MAX_HUB_LAG, workload.hub_lag  # nothing kept the hub from other greenlets
+        for phase in CSOT_TARGET_PHASES:
+            assert ledger.csot_landed[phase] > 0, (phase, dict(ledger.csot_landed))
+        assert cut > 0
     finally:
         client.close()
