@@ -514,8 +514,8 @@ def test_prose_10b_with_transaction_applies_a_single_timeout_across_retries(
         assert recorder.failed_events and recorder.failed_events[-1].command_name in ("insert", "abortTransaction")
     else:  # too little time was left to send the last insert at all
         assert isinstance(error, ExecutionTimeout) and error.code == 50 and cause is None, (repr(error), cause)
-    assert len(started(recorder, "insert")) == len(attempts) or len(started(recorder, "insert")) == len(
-        attempts) - 1
+    # every attempt sent its insert, but perhaps the last: too little time left to send it at all
+    assert len(started(recorder, "insert")) in (len(attempts), len(attempts) - 1)
 
 
 # == 11. Multi-batch bulkWrites ==============================================================================
