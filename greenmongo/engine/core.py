@@ -192,6 +192,11 @@ class ClientCore:
                 # otherwise let it go: the server reaps abandoned cursors itself after 10 minutes
         self._pending_kills.extend(waiting)
 
+    @property
+    def pending_kills(self) -> int:
+        """How many killCursors wait for a later operation to send them (observability, tests)."""
+        return len(self._pending_kills)
+
     # -- lifecycle ----------------------------------------------------------------------------------
 
     def open(self) -> None:
