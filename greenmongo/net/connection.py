@@ -342,7 +342,8 @@ class Connection:
         """Close after anything that may have desynchronised the stream, then raise the right error."""
         if exc is self._deadline_expired and exc is not None:
             self.close("timeout")
-            raise NetworkTimeout(f"{self._label}: timed out ({_describe(exc.timeout)})") from None
+            # Chained, as a socket timeout is: the traceback shows the read or send the deadline cut.
+            raise NetworkTimeout(f"{self._label}: timed out ({_describe(exc.timeout)})") from exc
         if isinstance(exc, _socket.timeout):
             self.close("timeout")
             raise NetworkTimeout(f"{self._label}: timed out (socket timeout "
@@ -421,7 +422,7 @@ class _DeadlineExpired(BaseException):
     """Thrown into a round trip by its deadline's timer (a BaseException: nothing on the way swallows it)."""
 
     def __init__(self, timeout: Optional[float]) -> None:
-        super().__init__()
+        super().__init__(f"the deadline ran out ({_describe(timeout)})")
         self.timeout = timeout
 
 
