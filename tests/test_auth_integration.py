@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
-
 import pytest
 
 from greenmongo.auth import Authenticator
@@ -11,27 +9,16 @@ from greenmongo.errors import ConfigurationError, OperationFailure
 from greenmongo.net.handshake import open_connection
 from greenmongo.options.connection_settings import ConnectionSettings
 from greenmongo.options.credentials import build_credentials
-from tests.servers.secantus import SecantusServer
+from tests.servers.secantus import start_with_users
 
 SETTINGS = ConnectionSettings(connect_timeout=10.0, socket_timeout=10.0)
 
 
 @pytest.fixture(scope="module")
 def auth_server(tmp_path_factory):
-    """A server with users created while open, restarted with --auth on the same storage directory
-    (``:memory:`` storage would lose the users on restart)."""
+    """SecantusDB with --auth and two users (one with non-ASCII name and password: SASLprep)."""
     storage = str(tmp_path_factory.mktemp("secantus-auth") / "data")
-    with SecantusServer(storage_path=storage) as setup:
-        conn = open_connection(setup.address, SETTINGS)
-        try:
-            for user, password in (("alice", "s3cret"), ("\u2168", "\u2163")):
-                conn.command("admin", {"createUser": user, "pwd": password, "roles": ["root"],
-                                       "mechanisms": ["SCRAM-SHA-256"]})
-        finally:
-            conn.close()
-    server = SecantusServer(storage_path=storage, auth=True, port=setup.port)
-    atexit.register(server.stop)
-    server.start()
+    server = start_with_users(storage, [("alice", "s3cret"), ("\u2168", "\u2163")])
     try:
         yield server
     finally:

@@ -18,7 +18,6 @@ iteration in PyMongo's API).
 
 from __future__ import annotations
 
-import atexit
 import datetime
 from typing import Any, Iterator
 
@@ -45,7 +44,7 @@ from greenmongo.monitoring.pool import (
     ConnectionReadyEvent,
 )
 from tests.api_support import PoolRecorder, Recorder
-from tests.servers.secantus import SecantusServer
+from tests.servers.secantus import SecantusServer, start_with_users
 from tests.test_csot import SLACK, Timed, fail_point
 
 pytestmark = pytest.mark.server
@@ -90,18 +89,8 @@ def clients() -> Iterator[list]:
 
 @pytest.fixture(scope="module")
 def auth_server(tmp_path_factory: Any) -> Iterator[SecantusServer]:
-    """SecantusDB with --auth (prose 4 and 8d/8e need the handshake to authenticate): the user is made
-    first, then the server restarts with --auth on the same storage (``:memory:`` would lose it)."""
-    storage = str(tmp_path_factory.mktemp("csot-prose-auth") / "data")
-    with SecantusServer(storage_path=storage) as setup:
-        client = MongoClient(setup.uri)
-        try:
-            client.admin.command("createUser", USER, pwd=PASSWORD, roles=["root"], mechanisms=["SCRAM-SHA-256"])
-        finally:
-            client.close()
-    server = SecantusServer(storage_path=storage, auth=True, port=setup.port)
-    atexit.register(server.stop)
-    server.start()
+    """SecantusDB with --auth (prose 4 and 8d/8e need the handshake to authenticate)."""
+    server = start_with_users(str(tmp_path_factory.mktemp("csot-prose-auth") / "data"), [(USER, PASSWORD)])
     try:
         yield server
     finally:

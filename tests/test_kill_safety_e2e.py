@@ -34,7 +34,6 @@ hold, and two more: every operation ends by its deadline (with slack), and the h
 
 from __future__ import annotations
 
-import atexit
 import gc
 import os
 import random
@@ -53,7 +52,7 @@ from greenmongo import InsertOne, MongoClient, UpdateOne
 from greenmongo.errors import ConnectionFailure, GreenMongoError
 from greenmongo.net.connection import Connection
 from greenmongo.client_session import ClientSession
-from tests.servers.secantus import SecantusServer
+from tests.servers.secantus import SecantusServer, start_with_users
 from tests.servers.throttle import ThrottleProxy
 from tests.waits import poll
 
@@ -83,18 +82,8 @@ _GREENMONGO = os.sep + "greenmongo" + os.sep
 
 @pytest.fixture(scope="module")
 def auth_server(tmp_path_factory):
-    """SecantusDB with --auth: the user is created first, then the server restarts on the same files."""
-    storage = str(tmp_path_factory.mktemp("kill-e2e") / "data")
-    with SecantusServer(storage_path=storage) as setup:
-        client = MongoClient(setup.uri)
-        try:
-            client.admin.command("createUser", USER, pwd=PASSWORD, roles=["root"],
-                                 mechanisms=["SCRAM-SHA-256"])
-        finally:
-            client.close()
-    server = SecantusServer(storage_path=storage, auth=True, port=setup.port)
-    atexit.register(server.stop)
-    server.start()
+    """SecantusDB with --auth: the workload authenticates every connection it opens."""
+    server = start_with_users(str(tmp_path_factory.mktemp("kill-e2e") / "data"), [(USER, PASSWORD)])
     try:
         yield server
     finally:

@@ -5,6 +5,7 @@ SecantusDB is GPL-2.0: we only ever run its executable, never import it.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -156,3 +157,19 @@ class SecantusServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def start_with_users(storage_path: str, users: Sequence[tuple[str, str]]) -> SecantusServer:
+    """A started SecantusDB with --auth that knows ``users`` (name, password; root, SCRAM-SHA-256).
+
+    They are created on the same storage without auth first, then the server restarts with --auth
+    (``:memory:`` storage would lose them). The caller stops it; so does the interpreter's exit."""
+    with SecantusServer(storage_path=storage_path) as setup:
+        for user, password in users:
+            reply = raw_command(setup.host, setup.port, {"createUser": user, "pwd": password, "roles": ["root"],
+                                                         "mechanisms": ["SCRAM-SHA-256"], "$db": "admin"})
+            if reply.get("ok") != 1:
+                raise RuntimeError(f"createUser {user!r} failed: {reply}")
+    server = SecantusServer(storage_path=storage_path, auth=True, port=setup.port)
+    atexit.register(server.stop)
+    return server.start()
