@@ -44,6 +44,7 @@ from greenmongo.bson.raw_bson import DEFAULT_RAW_BSON_OPTIONS, RawBSONDocument
 from greenmongo.bson.son import SON
 from greenmongo.bson.tz_util import FixedOffset, utc
 from greenmongo.errors import InvalidDocument, PyMongoError
+from tests.api_compare import generic, incompatibilities, signature
 
 pytestmark = pytest.mark.one_pass
 
@@ -243,78 +244,7 @@ def test_stdlib_imports_are_not_required() -> None:
     assert not _stdlib_import("SON", SON) and not _stdlib_import("EPOCH_AWARE", gbson.EPOCH_AWARE)
 
 
-# -- signatures ---------------------------------------------------------------
-
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-
-
-def _signature(obj: Any) -> inspect.Signature | None:
-    try:
-        return inspect.signature(obj)
-    except (TypeError, ValueError):
-        return None
-
-
-def _generic(signature: inspect.Signature) -> bool:
-    kinds = [p.kind for p in signature.parameters.values() if p.name not in ("self", "cls")]
-    return bool(kinds) and all(kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-                               for kind in kinds)
-
-
-def _default_text(value: Any) -> str:
-    return repr(value).replace("greenmongo.bson.", "bson.")
-
-
-def _incompatibilities(theirs: inspect.Signature, mine: inspect.Signature) -> list[str]:
-    """Why a call that binds to PyMongo's signature would not bind (or would bind differently) to ours."""
-    problems = []
-    t_params, m_params = list(theirs.parameters.values()), list(mine.parameters.values())
-    m_by_name = {p.name: p for p in m_params}
-    m_var_pos = any(p.kind is p.VAR_POSITIONAL for p in m_params)
-    m_var_kw = any(p.kind is p.VAR_KEYWORD for p in m_params)
-    m_positional = [p for p in m_params if p.kind in _POSITIONAL]
-    for index, param in enumerate(t_params):
-        if param.kind is param.VAR_POSITIONAL:
-            if not m_var_pos:
-                problems.append("no *args")
-            continue
-        if param.kind is param.VAR_KEYWORD:
-            if not m_var_kw:
-                problems.append("no **kwargs")
-            continue
-        if param.kind in _POSITIONAL:
-            if index < len(m_positional):
-                counterpart = m_positional[index]
-                if index == 0 and param.name in ("self", "cls"):
-                    continue
-                if param.kind in _KEYWORD and counterpart.name != param.name:
-                    problems.append(f"parameter {index} is {counterpart.name!r}, not {param.name!r}")
-                    continue
-            elif not m_var_pos:
-                problems.append(f"no positional parameter {index} ({param.name})")
-                continue
-            else:
-                counterpart = None
-        else:
-            counterpart = m_by_name.get(param.name)
-            if counterpart is None or counterpart.kind not in _KEYWORD:
-                if not m_var_kw:
-                    problems.append(f"no keyword {param.name!r}")
-                continue
-        if counterpart is not None and param.default is not param.empty:
-            if counterpart.default is counterpart.empty:
-                problems.append(f"{param.name!r} has no default")
-            elif _default_text(counterpart.default) != _default_text(param.default):
-                problems.append(f"{param.name!r} defaults to {counterpart.default!r}, not {param.default!r}")
-    t_names = {p.name for p in t_params}
-    matched = {m_positional[i].name for i, p in enumerate(t_params) if p.kind in _POSITIONAL and i < len(m_positional)}
-    for param in m_params:
-        if param.default is param.empty and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD) \
-                and param.name not in t_names | matched and param.name not in ("self", "cls"):
-            problems.append(f"extra required parameter {param.name!r}")
-    return problems
-
+# -- signatures (compared by tests/api_compare.py) ----------------------------------------
 
 def _callables(pm: ModuleType) -> Iterator[tuple[str, Any, Any]]:
     seen: set[int] = set()
@@ -345,11 +275,11 @@ def test_signatures_accept_pymongo_calls(pm: ModuleType) -> None:
         if mine is None:
             problems[qualname] = ["missing"]
             continue
-        t_sig, m_sig = _signature(theirs), _signature(mine)
-        if t_sig is None or m_sig is None or _generic(t_sig):
+        t_sig, m_sig = signature(theirs), signature(mine)
+        if t_sig is None or m_sig is None or generic(t_sig):
             continue  # (*args, **kwargs) says nothing: PyMongo's __init__, compared on its own, does
         compared += 1
-        found = _incompatibilities(t_sig, m_sig)
+        found = incompatibilities(t_sig, m_sig)
         if found and qualname not in SIGNATURE_DIFFERENCES:
             problems[qualname] = found
     assert compared > 90  # 104 callables in 4.20
@@ -357,7 +287,7 @@ def test_signatures_accept_pymongo_calls(pm: ModuleType) -> None:
 
 
 def test_signature_differences_are_still_real(pm: ModuleType) -> None:
-    found = {qualname: _incompatibilities(_signature(theirs), _signature(mine))
+    found = {qualname: incompatibilities(signature(theirs), signature(mine))
              for qualname, theirs, mine in _callables(pm) if qualname in SIGNATURE_DIFFERENCES}
     assert set(found) == set(SIGNATURE_DIFFERENCES)
     assert all(found.values()), found  # a listed difference that went away must leave the list
@@ -375,10 +305,10 @@ def test_incompatibility_checker_finds_breaks() -> None:
     def fine(bson: bytes, flags: int = 0, *args: Any, mode: str = "a", **kwargs: Any) -> None: ...
 
     sig = inspect.signature
-    assert _incompatibilities(sig(theirs), sig(renamed)) == ["parameter 0 is 'data', not 'bson'"]
-    assert _incompatibilities(sig(theirs), sig(no_default)) == ["'flags' has no default"]
-    assert _incompatibilities(sig(theirs), sig(extra)) == ["extra required parameter 'must'"]
-    assert _incompatibilities(sig(theirs), sig(fine)) == []
+    assert incompatibilities(sig(theirs), sig(renamed)) == ["parameter 0 is 'data', not 'bson'"]
+    assert incompatibilities(sig(theirs), sig(no_default)) == ["'flags' has no default"]
+    assert incompatibilities(sig(theirs), sig(extra)) == ["extra required parameter 'must'"]
+    assert incompatibilities(sig(theirs), sig(fine)) == []
 
 
 # =============================================================================

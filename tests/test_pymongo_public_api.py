@@ -34,7 +34,7 @@ import greenmongo
 from greenmongo import common as gcommon
 from greenmongo import uri_parser as guri
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidURI
-from tests.test_bson_public_api import _generic, _incompatibilities, _signature
+from tests.api_compare import generic, incompatibilities, signature
 
 #: What greenmongo does not have or does differently on purpose, and why. Each key is used by a test
 #: below that shows the difference (or fails when it disappears).
@@ -381,11 +381,11 @@ def test_signatures_accept_pymongo_calls(pm: ModuleType) -> None:
         if mine is None:
             problems[qualname] = ["missing"]
             continue
-        t_sig, m_sig = _signature(theirs), _signature(mine)
-        if t_sig is None or m_sig is None or _generic(t_sig):
+        t_sig, m_sig = signature(theirs), signature(mine)
+        if t_sig is None or m_sig is None or generic(t_sig):
             continue
         compared += 1
-        found = _incompatibilities(t_sig, m_sig)
+        found = incompatibilities(t_sig, m_sig)
         if found and qualname not in SIGNATURE_DIFFERENCES and qualname not in _INTERNAL_CONSTRUCTORS:
             problems[qualname] = found
     assert compared > 250  # 276 callables in 4.20
@@ -394,10 +394,10 @@ def test_signatures_accept_pymongo_calls(pm: ModuleType) -> None:
 
 def test_internal_constructors_really_differ(pm: ModuleType) -> None:
     DELIBERATE_DIFFERENCES["internal-constructors"]
-    found = {qualname: _incompatibilities(_signature(theirs), _signature(mine))
+    found = {qualname: incompatibilities(signature(theirs), signature(mine))
              for qualname, theirs, mine in _callables(pm)
-             if qualname in _INTERNAL_CONSTRUCTORS and mine is not None and _signature(theirs) is not None
-             and not _generic(_signature(theirs))}
+             if qualname in _INTERNAL_CONSTRUCTORS and mine is not None and signature(theirs) is not None
+             and not generic(signature(theirs))}
     assert found and all(found.values()), {name: diff for name, diff in found.items() if not diff}
 
 
