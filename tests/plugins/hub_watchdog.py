@@ -1,80 +1,580 @@
-"""Hub watchdog: gevent's blocking monitor runs for the whole test session; a report of a spawned
-greenlet blocking the hub inside greenmongo fails the session.
+"""Hub watchdog: for the whole test session, gevent's monitor thread watches the hub; a spawned
+greenlet that keeps the hub from running for more than ``THRESHOLD`` (0.1 s) inside greenmongo's
+code fails the session.
 
-gevent's monitor thread notices when one greenlet runs for longer than ``max_blocking_time``
-without yielding to the hub, and publishes an ``EventLoopBlocked`` event with the blocked stack.
-Only spawned greenlets count: the main greenlet is where the tests themselves run CPU-bound loops
-(fuzzing, spec suites), which would be noise. Blocking I/O inside greenmongo's own greenlets
-(monitors, pool maintenance) and inside greenlets that tests spawn as workloads is what this
-catches; dedicated tests measure hub latency directly at a 10 ms threshold.
+How it watches. gevent's monitor thread (``PeriodicMonitoringThread``, an OS thread) runs the
+watchdog's check every ``SAMPLE_INTERVAL``. gevent's greenlet tracer counts every switch in the
+hub's thread; a check that finds the count unchanged since the previous one is inside a *stretch*:
+one greenlet running without yielding. (The hub's own stretches are its waits for I/O and timers,
+with only gevent's frames on its stack: those are not watched; a callback of greenmongo's that the
+loop runs in the hub is, like any greenlet.) During a stretch each check takes a sample of the
+running greenlet's stack (``sys._current_frames``) and attributes it:
+
+* frames of the standard library and of installed packages (gevent, dnspython, ...) are passed
+  through; the innermost frame of *other* code decides. If it is greenmongo's, the sample's
+  greenmongo frames are the greenmongo call the greenlet is in; if it is a test's (a listener, a
+  callback, a CPU loop), the sample is not greenmongo's;
+* a greenmongo call is timed from the first sample that saw its frame to the last one: the same
+  frame object in consecutive samples is one call still running (a loop of short greenmongo calls
+  never adds up to a block). This is a lower bound of the call's length (samples 10 ms apart).
+
+From that time the watchdog takes off what was not greenmongo running: garbage collection
+(``gc.callbacks`` time the collections), the hub thread's run-queue time (Linux ``schedstat``: it
+was runnable but the machine gave the CPU to something else) and the hypervisor's steal time
+(``/proc/stat``). A block is what is left: at least ``THRESHOLD`` fails the session when the
+greenlet was spawned (or is the hub); in the main greenlet (where the tests themselves call
+greenmongo and run their own loops) it is listed, not failing. Stretches discounted below the threshold, and those
+outside greenmongo, are counted in the summary line printed at the end of every session.
+
+gevent's own blocking check is switched off in the session's monitor thread: its report formats
+every greenlet while holding the GIL (the time that takes stalls the hub in turn) and could die
+with ``RuntimeError: dictionary changed size during iteration``. The watchdog snapshots only the
+blocked stack (file, line, function) and formats it at the end, in the main thread.
+
+Liveness. gevent's monitor thread ends itself at its first pass when the hub greenlet has not
+started yet (it reads a not-yet-started hub as a dead one): the watchdog starts the hub first.
+Before every test it checks that the hub's monitor thread is running its check, and replaces a
+thread that ended (counted as a restart). The check counts its passes (``HubWatchdog.passes``); at
+the end of the session the watchdog waits for two more, and a watchdog that is not watching then
+fails the session, as does an exception in its own check.
 """
 
 from __future__ import annotations
 
+import gc
+import importlib.util
+import linecache
 import os
+import sys
+import sysconfig
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+from time import perf_counter
+from typing import Any, Callable, Hashable, Optional, Sequence
 
 import gevent
-import gevent.events
 import pytest
 
 THRESHOLD = float(os.environ.get("GREENMONGO_HUB_BLOCK_THRESHOLD", "0.1"))
-_PACKAGE_MARKER = os.sep + "greenmongo" + os.sep
+SAMPLE_INTERVAL = 0.01  # seconds between the watchdog's checks (the monitor thread's period)
+STACK_LIMIT = 40  # frames kept in a report's stack, innermost first
 
-gevent.config.monitor_thread = True
+gevent.config.monitor_thread = True  # every hub started in the session starts its monitor thread
 gevent.config.max_blocking_time = THRESHOLD
-gevent.config.print_blocking_reports = False  # we print only the reports that matter, at the end
+gevent.config.print_blocking_reports = False
+
+GREENMONGO, LIBRARY, PROJECT = "greenmongo", "library", "project"
+
+Frame = tuple[str, int, str]  # (file, line, function)
 
 
-def blocked_stack(info: list[str]) -> str:
-    """The "Blocked Stack" section of a gevent report (the frames of the greenlet that blocked)."""
-    text = "\n".join(info)
-    start = text.find("Blocked Stack")
-    if start < 0:
-        return ""
-    end = text.find("Info:", start)
-    return text[start:end if end > 0 else None]
+# -- where code lives ----------------------------------------------------------------------------
+
+def _greenmongo_dir() -> str:
+    spec = importlib.util.find_spec("greenmongo")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("hub watchdog: the greenmongo package is not importable")
+    return os.path.realpath(list(spec.submodule_search_locations)[0])
 
 
-def points_into_greenmongo(info: list[str]) -> bool:
-    return _PACKAGE_MARKER in blocked_stack(info)
+def _library_dirs() -> list[str]:
+    paths = sysconfig.get_paths()
+    dirs = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    return sorted({os.path.realpath(d) for d in dirs})
 
+
+class CodeMap:
+    """Which code a file holds: greenmongo's, a library's (stdlib, installed packages), or other."""
+
+    def __init__(self, package_dir: str, library_dirs: Sequence[str]) -> None:
+        self._package = package_dir.rstrip(os.sep) + os.sep
+        self._libraries = tuple(d.rstrip(os.sep) + os.sep for d in library_dirs)
+        self._cache: dict[str, str] = {}
+
+    def kind(self, filename: str) -> str:
+        kind = self._cache.get(filename)
+        if kind is None:
+            kind = self._cache[filename] = self._classify(filename)
+        return kind
+
+    def _classify(self, filename: str) -> str:
+        if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>: not greenmongo's files
+            return LIBRARY
+        path = os.path.realpath(filename)
+        if path.startswith(self._package):  # first: greenmongo may itself be installed in site-packages
+            return GREENMONGO
+        if path.startswith(self._libraries):
+            return LIBRARY
+        return PROJECT
+
+    def attribute(self, frame: Any) -> tuple[list, Optional[Frame]]:
+        """The greenmongo frames the innermost non-library code of ``frame``'s stack is running in
+        (empty when that code is not greenmongo's), and that innermost code's location.
+
+        Walks outwards from ``frame`` (``f_back``): library frames are passed through; the first
+        other frame decides; if it is greenmongo's, the walk goes on through greenmongo and
+        library frames and stops at the first frame of other code (the test that called it).
+        """
+        run: list = []
+        location: Optional[Frame] = None
+        depth = 0
+        while frame is not None and depth < 500:
+            code = frame.f_code
+            kind = self.kind(code.co_filename)
+            if kind == GREENMONGO:
+                if location is None:
+                    location = (code.co_filename, frame.f_lineno, code.co_name)
+                run.append(frame)
+            elif kind == PROJECT:
+                if location is None:
+                    location = (code.co_filename, frame.f_lineno, code.co_name)
+                break
+            frame = frame.f_back
+            depth += 1
+        return run, location
+
+
+def snapshot(frame: Any, limit: int = STACK_LIMIT) -> tuple[Frame, ...]:
+    """(file, line, function) of ``frame`` and its callers, innermost first; no source read here."""
+    frames = []
+    while frame is not None and len(frames) < limit:
+        frames.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+        frame = frame.f_back
+    return tuple(frames)
+
+
+# -- clocks of what is not the greenlet running ---------------------------------------------------
+
+class ThreadClocks:
+    """Cumulative seconds the hub's thread spent queued for a CPU (Linux ``schedstat``), and the
+    hypervisor's steal time per CPU (``/proc/stat``). Zero where Linux does not provide them.
+
+    Opened in the hub's thread (``/proc/thread-self`` names the thread that opens it); read from
+    the monitor thread.
+    """
+
+    def __init__(self) -> None:
+        self._schedstat = self._open("/proc/thread-self/schedstat")
+        self._stat = self._open("/proc/stat")
+        self._tick = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+
+    @staticmethod
+    def _open(path: str) -> Optional[int]:
+        try:
+            return os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+
+    def queued(self) -> float:
+        if self._schedstat is None:
+            return 0.0
+        return int(os.pread(self._schedstat, 128, 0).split()[1]) / 1e9
+
+    def steal(self) -> tuple[float, ...]:
+        if self._stat is None:
+            return ()
+        steal = []
+        for line in os.pread(self._stat, 65536, 0).split(b"\n"):
+            if line.startswith(b"cpu") and line[3:4].isdigit():
+                fields = line.split()
+                steal.append(int(fields[8]) * self._tick if len(fields) > 8 else 0.0)
+        return tuple(steal)
+
+    def close(self) -> None:
+        for fd in (self._schedstat, self._stat):
+            if fd is not None:
+                os.close(fd)
+        self._schedstat = self._stat = None
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One sample's readings of the cumulative clocks."""
+
+    at: float  # perf_counter
+    queued: float = 0.0  # run-queue seconds of the hub's thread
+    steal: tuple[float, ...] = ()  # steal seconds per CPU
+    gc: float = 0.0  # seconds spent collecting garbage
+
+
+def _steal_between(first: tuple[float, ...], last: tuple[float, ...]) -> float:
+    """The most any one CPU lost to the hypervisor (the hub's thread ran on one of them)."""
+    return max((b - a for a, b in zip(first, last)), default=0.0)
+
+
+# -- what the watchdog found ---------------------------------------------------------------------
+
+@dataclass
+class Block:
+    """A greenmongo call that kept the hub from running; ``net`` is what counts against THRESHOLD."""
+
+    greenlet: str
+    spawned: bool
+    test: str
+    wall: float  # first to last sample that saw the call, no switch between
+    queued: float
+    steal: float
+    gc: float
+    location: Optional[Frame] = None  # the innermost non-library code then
+    stack: tuple[Frame, ...] = ()
+
+    @property
+    def net(self) -> float:
+        return self.wall - self.queued - self.steal - self.gc
+
+    def figures(self) -> str:
+        return (f"{self.net * 1000:.0f} ms beyond discounts ({self.wall * 1000:.0f} ms seen, less "
+                f"{self.queued * 1000:.0f} ms queued for a CPU, {self.gc * 1000:.0f} ms collecting garbage, "
+                f"{self.steal * 1000:.0f} ms stolen)")
+
+    def reason(self) -> str:
+        """What most of the discounted time was (for blocks the discounts brought under THRESHOLD)."""
+        return max((self.gc, "gc"), (self.queued, "run queue"), (self.steal, "steal"))[1]
+
+    def key(self) -> tuple:
+        """Blocks at the same place group together: the greenmongo frames of the stack."""
+        return tuple((name, function) for name, _line, function in self.stack if _is_greenmongo_path(name))
+
+
+@dataclass
+class Stretch:
+    """One greenlet running without a switch, as the watchdog's samples saw it.
+
+    ``sample`` takes the greenmongo frames the greenlet was in (any hashable objects: frame
+    objects in the session, names in unit tests); a frame present in consecutive samples is one
+    call still running, timed from the first sample that saw it.
+    """
+
+    greenlet: str
+    spawned: bool
+    test: str
+    began: float  # the last check before the stretch was seen: it has run at least since then
+    threshold: float = THRESHOLD
+    last_at: float = 0.0
+    seen: dict = field(default_factory=dict)  # greenmongo frame -> Mark of the first sample with it
+    longest: Optional[Block] = None  # the longest greenmongo call seen (before discounts)
+    worst: Optional[Block] = None  # the greenmongo call with the most time beyond discounts
+    location: Optional[Frame] = None  # innermost non-library code at the last sample
+
+    def sample(self, mark: Mark, frames: Sequence[Hashable], location: Optional[Frame] = None,
+               stack: Callable[[], tuple[Frame, ...]] = tuple) -> None:
+        self.last_at = mark.at
+        self.location = location
+        seen = {frame: self.seen.get(frame, mark) for frame in frames}
+        self.seen = seen
+        if not seen:
+            return
+        first = min(seen.values(), key=lambda m: m.at)
+        wall = mark.at - first.at
+        if wall < self.threshold:
+            return
+        block = Block(self.greenlet, self.spawned, self.test, wall, mark.queued - first.queued,
+                      _steal_between(first.steal, mark.steal), mark.gc - first.gc, location)
+        if self.longest is None or block.wall > self.longest.wall:
+            self.longest = block
+        if block.net >= self.threshold and (self.worst is None or block.net > self.worst.net):
+            block.stack = stack()
+            self.worst = block
+
+    def forget_frames(self) -> None:
+        self.seen = {}
+
+    @property
+    def wall(self) -> float:
+        return self.last_at - self.began
+
+    def verdict(self) -> Optional[str]:
+        """"greenmongo" (a block), "discounted" (a greenmongo call that GC, the run queue or steal
+        explain), "elsewhere" (a stretch of THRESHOLD outside greenmongo), or None."""
+        if self.worst is not None:
+            return "greenmongo"
+        if self.longest is not None:
+            return "discounted"
+        if self.wall >= self.threshold:
+            return "elsewhere"
+        return None
+
+
+def _is_greenmongo_path(filename: str) -> bool:
+    return WATCHDOG.code.kind(filename) == GREENMONGO
+
+
+def describe(glet: Any, hub: Any = None) -> str:
+    """A short name for a greenlet, without calling its ``repr`` (gevent's formats its arguments)."""
+    if glet is hub:
+        return "the hub (a callback of its loop)"
+    if getattr(glet, "parent", None) is None:
+        return "the main greenlet"
+    run = getattr(glet, "_run", None) or getattr(glet, "run", None)
+    function = getattr(run, "__qualname__", None) or type(run).__name__
+    module = getattr(run, "__module__", None)
+    return f"{type(glet).__name__} running {module + '.' if module else ''}{function}"
+
+
+def _gevent_check_off(hub: Any) -> None:
+    """Stands in for gevent's ``monitor_blocking`` in the session's monitor thread (see the module
+    docstring)."""
+
+
+# -- the watchdog ----------------------------------------------------------------------------------
 
 class HubWatchdog:
-    def __init__(self) -> None:
-        self.reports: dict[str, float] = {}  # blocked stack -> longest blocking time seen
+    def __init__(self, threshold: float = THRESHOLD) -> None:
+        self.threshold = threshold
+        self.code = CodeMap(_greenmongo_dir(), _library_dirs())
+        self.blocks: list[Block] = []  # appended by the monitor thread
+        self.discounted: list[Block] = []
+        self.elsewhere: list[tuple[float, bool, Optional[Frame], str]] = []  # (wall, spawned, location, test)
+        self.errors: list[str] = []
+        self.passes = 0
+        self.restarts = 0
+        self.longest_gap = 0.0
+        self.current_test = "(no test: collection or session set-up)"
+        self.watching_at_end: Optional[bool] = None
+        self._thread: Any = None
+        self._tracer: Any = None
+        self._clocks: Optional[ThreadClocks] = None
+        self._count: Any = None
+        self._changed_at = 0.0
+        self._last_pass = 0.0
+        self._stretch: Optional[Stretch] = None
+        self._gc = (0.0, None)  # (seconds collected so far, start of the collection under way or None)
+        self._gc_epoch = 0
 
-    def on_event(self, event: object) -> None:
-        if not isinstance(event, gevent.events.EventLoopBlocked):
+    # - in the hub's thread
+
+    def start(self) -> None:
+        if self._on_gc not in gc.callbacks:
+            gc.callbacks.append(self._on_gc)
+        if self._clocks is None:
+            self._clocks = ThreadClocks()
+        self.ensure()
+
+    def stop(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.add_monitoring_function(self._check, None)  # None removes it
+        if self._clocks is not None:
+            self._clocks.close()
+            self._clocks = None
+
+    def ensure(self) -> None:
+        """The hub runs, its monitor thread runs, and the thread runs this watchdog's check."""
+        hub = gevent.get_hub()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # gevent's "Install psutil" (memory monitoring is not wanted)
+            if not hub:  # not started: a monitor thread would take it for dead and end itself
+                gevent.sleep(0)  # the hub's first run starts its monitor thread (monitor_thread is on)
+            thread = hub.periodic_monitoring_thread
+            if thread is None or not thread.should_run:
+                if thread is not None and thread is self._thread:
+                    self.restarts += 1
+                hub.periodic_monitoring_thread = None
+                thread = hub.start_periodic_monitoring_thread()
+        if thread is not self._thread:
+            thread._monitoring_functions[0].function = _gevent_check_off  # gevent: the first is its own check
+            thread.add_monitoring_function(self._check, SAMPLE_INTERVAL)
+            self._stretch, self._count = None, None
+            self._tracer = thread._greenlet_tracer
+            self._thread = thread
+
+    def wait_for_passes(self, count: int, timeout: float = 5.0) -> bool:
+        """Whether the check makes ``count`` more passes within ``timeout`` seconds (yielding)."""
+        from tests.waits import poll
+
+        target = self.passes + count
+        return bool(poll(lambda: self.passes >= target, timeout))
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        now = perf_counter()
+        collected, started = self._gc
+        if phase == "start":
+            self._gc = (collected, now)
+            if info.get("generation") == 2:
+                # gc.collect() and full collections: drop the watchdog's references to frames that
+                # may have returned, so that what their locals hold can be collected now.
+                self._gc_epoch += 1
+                stretch = self._stretch
+                if stretch is not None:
+                    stretch.forget_frames()
+        else:
+            self._gc = (collected + (now - started if started is not None else 0.0), None)
+
+    # - in the monitor thread
+
+    def _check(self, hub: Any) -> None:
+        try:
+            self._pass(hub)
+        except Exception:  # a watchdog that fails is reported (and fails the session), never silent
+            self._stretch = None
+            if len(self.errors) < 20:
+                self.errors.append(traceback.format_exc())
+
+    def _gc_clock(self, at: float) -> float:
+        collected, started = self._gc
+        return collected + (at - started if started is not None else 0.0)
+
+    def _pass(self, hub: Any) -> None:
+        now = perf_counter()
+        self.passes += 1
+        if self._last_pass:
+            self.longest_gap = max(self.longest_gap, now - self._last_pass)
+        self._last_pass = now
+        tracer = self._tracer
+        count, glet = tracer.greenlet_switch_counter, tracer.active_greenlet
+        if count != self._count or glet is None:
+            self._count, self._changed_at = count, now
+            self._end_stretch()
             return
-        if getattr(event.greenlet, "parent", None) is None:  # the main greenlet: the tests' own code
+        epoch = self._gc_epoch
+        frame = sys._current_frames().get(hub.thread_ident)  # None: a greenlet running C code only
+        at = perf_counter()
+        run, location = self.code.attribute(frame)
+        if glet is hub and not run:  # the hub waiting for I/O and timers, or running gevent's own code
+            self._changed_at = now
+            self._end_stretch()
             return
-        if points_into_greenmongo(event.info):
-            stack = blocked_stack(event.info)
-            self.reports[stack] = max(self.reports.get(stack, 0.0), event.blocking_time)
+        stretch = self._stretch
+        if stretch is None:
+            stretch = self._stretch = Stretch(describe(glet, hub), glet.parent is not None, self.current_test,
+                                              self._changed_at, self.threshold)
+        mark = Mark(at)
+        if run and self._clocks is not None:
+            mark = Mark(at, self._clocks.queued(), self._clocks.steal(), self._gc_clock(at))  # these release the GIL
+        if self._gc_epoch != epoch or tracer.greenlet_switch_counter != count:
+            return  # a full collection or a switch meanwhile: the frames may have returned; the next pass decides
+        stretch.test = self.current_test  # a stretch in the main greenlet can outlast a test
+        stretch.sample(mark, run, location, partial(snapshot, frame))
+        del frame, run
+
+    def _end_stretch(self) -> None:
+        stretch, self._stretch = self._stretch, None
+        if stretch is None:
+            return
+        verdict = stretch.verdict()
+        if verdict == "greenmongo":
+            self.blocks.append(stretch.worst)
+        elif verdict == "discounted" and len(self.discounted) < 10000:
+            self.discounted.append(stretch.longest)
+        elif verdict == "elsewhere" and len(self.elsewhere) < 10000:
+            self.elsewhere.append((stretch.wall, stretch.spawned, stretch.location, stretch.test))
+
+    # - pytest hooks (registered as a plugin object)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.current_test = item.nodeid
+        self.ensure()
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.reports and session.exitstatus == 0:
+        self.current_test = "(no test: session tear-down)"
+        self.ensure()
+        self.watching_at_end = self.wait_for_passes(2)  # and the last stretch has ended (this yielded)
+        if self.failing() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.reports:
-            return
-        terminalreporter.section("greenmongo blocked the gevent hub", red=True)
-        for stack, seconds in self.reports.items():
-            terminalreporter.write_line(f"blocked for >= {seconds:.3f}s:\n{stack}")
+    def failing(self) -> list[str]:
+        """Why this session fails (empty: it does not)."""
+        why = []
+        spawned = [block for block in list(self.blocks) if block.spawned]
+        if spawned:
+            why.append(f"{len(spawned)} block(s) of the hub inside greenmongo in spawned greenlets")
+        if self.errors:
+            why.append(f"the watchdog's check raised {len(self.errors)} time(s)")
+        if not self.passes or self.watching_at_end is False:
+            why.append("the watchdog was not watching at the end of the session")
+        return why
+
+    def summary_line(self) -> str:
+        blocks = list(self.blocks)
+        spawned = sum(1 for block in blocks if block.spawned)
+        discounted = list(self.discounted)
+        reasons: dict[str, int] = {}
+        for block in discounted:
+            reasons[block.reason()] = reasons.get(block.reason(), 0) + 1
+        elsewhere = list(self.elsewhere)
+        return (f"hub watchdog: {self.passes} checks (longest gap {self.longest_gap:.3f}s, {self.restarts} monitor "
+                f"restarts), threshold {self.threshold:.3f}s; blocks inside greenmongo: {spawned} in spawned "
+                f"greenlets, {len(blocks) - spawned} in the main greenlet (listed, not failing); discounted: "
+                f"{len(discounted)} {dict(sorted(reasons.items()))}; stretches outside greenmongo: {len(elsewhere)} "
+                f"({sum(1 for entry in elsewhere if entry[1])} in spawned greenlets)")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        why = self.failing()
+        terminalreporter.section("greenmongo hub watchdog", red=bool(why))
+        terminalreporter.write_line(self.summary_line())
+        for reason in why:
+            terminalreporter.write_line(f"FAILS THE SESSION: {reason}", red=True)
+        for title, blocks in (("greenmongo blocked the hub in a spawned greenlet",
+                               [block for block in list(self.blocks) if block.spawned]),
+                              ("greenmongo held the hub in the main greenlet (not failing)",
+                               [block for block in list(self.blocks) if not block.spawned])):
+            for line in format_blocks(title, blocks):
+                terminalreporter.write_line(line)
+        discounted = list(self.discounted)
+        if discounted:
+            terminalreporter.write_line("greenmongo calls the discounts explain (the longest):")
+            for line in format_discounted(discounted):
+                terminalreporter.write_line(line)
+        for error in list(self.errors)[:3]:
+            terminalreporter.write_line(f"watchdog check error:\n{error}")
+
+
+def format_blocks(title: str, blocks: Sequence[Block]) -> list[str]:
+    """Blocks grouped by their greenmongo frames, the worst of each group with its stack."""
+    groups: dict[tuple, list[Block]] = {}
+    for block in blocks:
+        groups.setdefault(block.key(), []).append(block)
+    lines = []
+    for group in sorted(groups.values(), key=lambda g: -max(b.net for b in g)):
+        worst = max(group, key=lambda b: b.net)
+        tests = sorted({block.test for block in group})
+        lines.append(f"{title}: {len(group)} time(s), worst {worst.figures()}")
+        lines.append(f"  in {worst.greenlet}, during {', '.join(tests[:5])}{' ...' if len(tests) > 5 else ''}")
+        lines.append("  stack at the block (innermost first; * greenmongo):")
+        shown = _up_to_the_caller(worst.stack)
+        for filename, lineno, function in shown:
+            source = linecache.getline(filename, lineno).strip()
+            mark = "*" if _is_greenmongo_path(filename) else " "
+            lines.append(f"  {mark} {filename}:{lineno} in {function}" + (f"\n        {source}" if source else ""))
+        if len(worst.stack) > len(shown):
+            lines.append(f"    ({len(worst.stack) - len(shown)} outer frames not shown)")
+    return lines
+
+
+def _up_to_the_caller(stack: Sequence[Frame]) -> Sequence[Frame]:
+    """The frames up to the first of other code that called greenmongo (pytest's frames beyond it say
+    nothing about the block)."""
+    inside = False
+    for index, (filename, _line, _function) in enumerate(stack):
+        kind = WATCHDOG.code.kind(filename)
+        if kind == GREENMONGO:
+            inside = True
+        elif kind == PROJECT and inside:
+            return stack[:index + 1]
+    return stack
+
+
+def format_discounted(blocks: Sequence[Block], limit: int = 5) -> list[str]:
+    """The longest greenmongo calls that the discounts brought under the threshold, one line each."""
+    lines = []
+    for block in sorted(blocks, key=lambda b: -b.wall)[:limit]:
+        where = f"{block.location[0]}:{block.location[1]} in {block.location[2]}" if block.location else "?"
+        lines.append(f"  discounted ({block.reason()}): {block.figures()}; {where}; {block.greenlet}; {block.test}")
+    return lines
 
 
 WATCHDOG = HubWatchdog()
 
 
-def ensure_monitor_thread() -> None:
-    """Start the hub's monitor thread now (idempotent): the hub would start it lazily, and a test that
-    starts one of its own would otherwise own -- and stop -- the session's."""
-    gevent.get_hub().start_periodic_monitoring_thread()
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    if WATCHDOG.on_event not in gevent.events.subscribers:
-        gevent.events.subscribers.append(WATCHDOG.on_event)
     config.pluginmanager.register(WATCHDOG, "greenmongo-hub-watchdog")
-    ensure_monitor_thread()
+    WATCHDOG.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    WATCHDOG.stop()
