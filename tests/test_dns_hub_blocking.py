@@ -275,7 +275,8 @@ def measure(port: int, function: str, meter: str, patched: bool) -> dict:
 
     A fresh process shares nothing with the test session: not its heap, not its
     imports (first-use costs are measured too), and not the session-wide hub
-    watchdog (tests/plugins/hub_watchdog.py), which a 10 ms monitor would feed.
+    watchdog (tests/plugins/hub_watchdog.py), which switches gevent's own blocking
+    check (the one HubMonitor counts) off in the session's monitor thread.
     """
     script = (
         ("from gevent import monkey; monkey.patch_all()\n" if patched else "")
