@@ -12,7 +12,9 @@ own file name is not.
 from __future__ import annotations
 
 import ast
+import gc
 import re
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,7 +23,7 @@ import pytest
 from gevent import monkey
 
 from tests.plugins.hub_watchdog import (GREENMONGO, LIBRARY, PROJECT, THRESHOLD, WATCHDOG, CodeMap, Mark,
-                                        Stretch)
+                                        Stretch, walk_stack)
 from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,15 +55,32 @@ def test_the_innermost_code_that_is_not_a_library_decides() -> None:
     code = CodeMap(PACKAGE, [LIBRARY_DIR])
     gm, lib, test = f"{PACKAGE}/pool/__init__.py", f"{LIBRARY_DIR}/socket.py", f"{ROOT}/tests/test_x.py"
     # greenmongo calling the standard library, called by a test: greenmongo's frames are the call
-    run, location = code.attribute(_stack(lib, gm, lib, gm, test, gm))
+    run, location = code.attribute(walk_stack(_stack(lib, gm, lib, gm, test, gm)))
     assert [frame.f_code.co_name for frame in run] == ["f1", "f3"]  # not f5: beyond the test's frame
     assert location == (gm, 2, "f1")
     # a test's callback that greenmongo called: the callback's code is running, not greenmongo's
-    run, location = code.attribute(_stack(lib, test, gm, gm))
+    run, location = code.attribute(walk_stack(_stack(lib, test, gm, gm)))
     assert run == [] and location == (test, 2, "f1")
     # only library code (the hub's loop, pytest): nothing of greenmongo's or the tests'
-    assert code.attribute(_stack(lib, lib)) == ([], None)
-    assert code.attribute(None) == ([], None)  # a greenlet running C code only
+    assert code.attribute(walk_stack(_stack(lib, lib))) == ([], None)
+    assert code.attribute(walk_stack(None)) == ([], None)  # a greenlet running C code only
+
+
+def test_a_stack_is_walked_innermost_first_and_the_collector_left_as_it_was() -> None:
+    def inner() -> list:
+        return walk_stack(sys._getframe())
+
+    frames = inner()
+    assert [frame.f_code.co_name for frame in frames[:2]] == ["inner", "test_a_stack_is_walked_innermost_first_and_"
+                                                                        "the_collector_left_as_it_was"]
+    assert len(walk_stack(sys._getframe(), depth=3)) == 3
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        walk_stack(sys._getframe())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def _marks(*readings: tuple) -> list:

@@ -49,8 +49,10 @@ import sys
 import sysconfig
 import traceback
 import warnings
+from collections import deque
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import accumulate, repeat
 from time import perf_counter
 from typing import Any, Callable, Hashable, Optional, Sequence
 
@@ -60,6 +62,7 @@ import pytest
 THRESHOLD = float(os.environ.get("GREENMONGO_HUB_BLOCK_THRESHOLD", "0.1"))
 SAMPLE_INTERVAL = 0.01  # seconds between the watchdog's checks (the monitor thread's period)
 STACK_LIMIT = 40  # frames kept in a report's stack, innermost first
+STACK_DEPTH = 250  # frames of the hub's stack a sample looks at, innermost first
 
 gevent.config.monitor_thread = True  # every hub started in the session starts its monitor thread
 gevent.config.max_blocking_time = THRESHOLD
@@ -109,18 +112,17 @@ class CodeMap:
             return LIBRARY
         return PROJECT
 
-    def attribute(self, frame: Any) -> tuple[list, Optional[Frame]]:
-        """The greenmongo frames the innermost non-library code of ``frame``'s stack is running in
-        (empty when that code is not greenmongo's), and that innermost code's location.
+    def attribute(self, frames: Sequence[Any]) -> tuple[list, Optional[Frame]]:
+        """The greenmongo frames the innermost non-library code of a stack (``frames``, innermost
+        first) is running in (empty when that code is not greenmongo's), and that code's location.
 
-        Walks outwards from ``frame`` (``f_back``): library frames are passed through; the first
-        other frame decides; if it is greenmongo's, the walk goes on through greenmongo and
-        library frames and stops at the first frame of other code (the test that called it).
+        Library frames are passed through; the first other frame decides; if it is greenmongo's,
+        the walk goes on through greenmongo and library frames and stops at the first frame of
+        other code (the test that called it).
         """
         run: list = []
         location: Optional[Frame] = None
-        depth = 0
-        while frame is not None and depth < 500:
+        for frame in frames:
             code = frame.f_code
             kind = self.kind(code.co_filename)
             if kind == GREENMONGO:
@@ -131,18 +133,40 @@ class CodeMap:
                 if location is None:
                     location = (code.co_filename, frame.f_lineno, code.co_name)
                 break
-            frame = frame.f_back
-            depth += 1
         return run, location
 
 
-def snapshot(frame: Any, limit: int = STACK_LIMIT) -> tuple[Frame, ...]:
-    """(file, line, function) of ``frame`` and its callers, innermost first; no source read here."""
-    frames = []
-    while frame is not None and len(frames) < limit:
-        frames.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
-        frame = frame.f_back
-    return tuple(frames)
+def walk_stack(top: Any, depth: int = STACK_DEPTH) -> list:
+    """``top`` and its callers (``f_back``), innermost first, at most ``depth`` frames.
+
+    The hub's thread must not run while its stack is walked from the monitor thread: on Python
+    3.11 following ``f_back`` through a stack that its thread changes meanwhile crashes the
+    interpreter (a walk in Python code can lose the GIL between two frames, and this one did).
+    So the walk is one C call (``deque.extend`` over ``accumulate(..., getattr)``: no bytecode
+    runs, so the GIL stays with this thread) with the collector off (a collection could run
+    Python callbacks in the middle). ``getattr(None, "f_back")`` ends it at the outermost frame.
+    """
+    if top is None:
+        return []
+    frames: deque = deque()
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()
+    try:
+        frames.extend(accumulate(repeat("f_back", depth - 1), getattr, initial=top))
+    except AttributeError:
+        pass
+    finally:
+        if collecting:
+            gc.enable()
+    if frames and frames[-1] is None:
+        frames.pop()
+    return list(frames)
+
+
+def snapshot(frames: Sequence[Any], limit: int = STACK_LIMIT) -> tuple[Frame, ...]:
+    """(file, line, function) of the innermost ``limit`` frames; no source read here."""
+    return tuple((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name) for frame in frames[:limit])
 
 
 # -- clocks of what is not the greenlet running ---------------------------------------------------
@@ -431,9 +455,9 @@ class HubWatchdog:
             self._end_stretch()
             return
         epoch = self._gc_epoch
-        frame = sys._current_frames().get(hub.thread_ident)  # None: a greenlet running C code only
+        frames = walk_stack(sys._current_frames().get(hub.thread_ident))  # none: a greenlet running C code
         at = perf_counter()
-        run, location = self.code.attribute(frame)
+        run, location = self.code.attribute(frames)
         if glet is hub and not run:  # the hub waiting for I/O and timers, or running gevent's own code
             self._changed_at = now
             self._end_stretch()
@@ -448,8 +472,8 @@ class HubWatchdog:
         if self._gc_epoch != epoch or tracer.greenlet_switch_counter != count:
             return  # a full collection or a switch meanwhile: the frames may have returned; the next pass decides
         stretch.test = self.current_test  # a stretch in the main greenlet can outlast a test
-        stretch.sample(mark, run, location, partial(snapshot, frame))
-        del frame, run
+        stretch.sample(mark, run, location, partial(snapshot, frames))
+        del frames, run
 
     def _end_stretch(self) -> None:
         stretch, self._stretch = self._stretch, None
