@@ -23,7 +23,7 @@ import pytest
 from gevent import monkey
 
 from tests.plugins.hub_watchdog import (GREENMONGO, LIBRARY, PROJECT, THRESHOLD, WATCHDOG, CodeMap, Mark,
-                                        Stretch, walk_stack)
+                                        Stretch, thread_stack, walk_stack)
 from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +81,24 @@ def test_a_stack_is_walked_innermost_first_and_the_collector_left_as_it_was() ->
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_another_threads_stack_is_read_innermost_first() -> None:
+    """As the monitor thread reads the hub's: from a real thread, while this one waits on a real lock."""
+    allocate_lock = monkey.get_original("_thread", "allocate_lock")
+    here = monkey.get_original("_thread", "get_ident")()
+    looked = allocate_lock()
+    looked.acquire()
+    seen: list = []
+
+    def look() -> None:
+        seen.extend(frame.f_code.co_name for frame in thread_stack(here))
+        looked.release()
+
+    monkey.get_original("_thread", "start_new_thread")(look, ())
+    looked.acquire()  # (this thread really waits: a few milliseconds)
+    assert seen[0] == "test_another_threads_stack_is_read_innermost_first", seen
+    assert "pytest_pyfunc_call" in seen and gc.isenabled()
 
 
 def _marks(*readings: tuple) -> list:

@@ -136,6 +136,24 @@ class CodeMap:
         return run, location
 
 
+def thread_stack(thread_ident: int, depth: int = STACK_DEPTH) -> list:
+    """The frames of another thread's stack, innermost first, at most ``depth`` (see ``walk_stack``).
+
+    The collector is off from ``sys._current_frames()`` on: that call holds the interpreter's
+    thread-list lock while it creates frame objects, and a collection starting on one of those
+    allocations can free a ``threading.local``, whose clean-up takes the same lock: Python 3.11
+    deadlocks (this one did, with the hub's thread waiting for the GIL forever).
+    """
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()
+    try:
+        return _walk(sys._current_frames().get(thread_ident), depth)
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def walk_stack(top: Any, depth: int = STACK_DEPTH) -> list:
     """``top`` and its callers (``f_back``), innermost first, at most ``depth`` frames.
 
@@ -146,19 +164,24 @@ def walk_stack(top: Any, depth: int = STACK_DEPTH) -> list:
     runs, so the GIL stays with this thread) with the collector off (a collection could run
     Python callbacks in the middle). ``getattr(None, "f_back")`` ends it at the outermost frame.
     """
-    if top is None:
-        return []
-    frames: deque = deque()
     collecting = gc.isenabled()
     if collecting:
         gc.disable()
     try:
-        frames.extend(accumulate(repeat("f_back", depth - 1), getattr, initial=top))
-    except AttributeError:
-        pass
+        return _walk(top, depth)
     finally:
         if collecting:
             gc.enable()
+
+
+def _walk(top: Any, depth: int) -> list:
+    if top is None:
+        return []
+    frames: deque = deque()
+    try:
+        frames.extend(accumulate(repeat("f_back", depth - 1), getattr, initial=top))
+    except AttributeError:
+        pass
     if frames and frames[-1] is None:
         frames.pop()
     return list(frames)
@@ -395,11 +418,11 @@ class HubWatchdog:
                 gevent.sleep(0)  # the hub's first run starts its monitor thread (monitor_thread is on)
             thread = hub.periodic_monitoring_thread
             if thread is None or not thread.should_run:
-                if thread is not None and thread is self._thread:
-                    self.restarts += 1
                 hub.periodic_monitoring_thread = None
                 thread = hub.start_periodic_monitoring_thread()
         if thread is not self._thread:
+            if self._thread is not None:  # it ended, or the hub was replaced: unwatched for a while
+                self.restarts += 1
             thread._monitoring_functions[0].function = _gevent_check_off  # gevent: the first is its own check
             thread.add_monitoring_function(self._check, SAMPLE_INTERVAL)
             self._stretch, self._count = None, None
@@ -455,7 +478,7 @@ class HubWatchdog:
             self._end_stretch()
             return
         epoch = self._gc_epoch
-        frames = walk_stack(sys._current_frames().get(hub.thread_ident))  # none: a greenlet running C code
+        frames = thread_stack(hub.thread_ident)  # none: a greenlet running C code only
         at = perf_counter()
         run, location = self.code.attribute(frames)
         if glet is hub and not run:  # the hub waiting for I/O and timers, or running gevent's own code
@@ -533,11 +556,11 @@ class HubWatchdog:
         terminalreporter.write_line(self.summary_line())
         for reason in why:
             terminalreporter.write_line(f"FAILS THE SESSION: {reason}", red=True)
-        for title, blocks in (("greenmongo blocked the hub in a spawned greenlet",
-                               [block for block in list(self.blocks) if block.spawned]),
-                              ("greenmongo held the hub in the main greenlet (not failing)",
-                               [block for block in list(self.blocks) if not block.spawned])):
-            for line in format_blocks(title, blocks):
+        for title, blocks, limit in (("greenmongo blocked the hub in a spawned greenlet",
+                                      [block for block in list(self.blocks) if block.spawned], None),
+                                     ("greenmongo held the hub in the main greenlet (not failing)",
+                                      [block for block in list(self.blocks) if not block.spawned], 10)):
+            for line in format_blocks(title, blocks, limit):
                 terminalreporter.write_line(line)
         discounted = list(self.discounted)
         if discounted:
@@ -548,13 +571,18 @@ class HubWatchdog:
             terminalreporter.write_line(f"watchdog check error:\n{error}")
 
 
-def format_blocks(title: str, blocks: Sequence[Block]) -> list[str]:
-    """Blocks grouped by their greenmongo frames, the worst of each group with its stack."""
+def format_blocks(title: str, blocks: Sequence[Block], limit: Optional[int] = None) -> list[str]:
+    """Blocks grouped by their greenmongo frames, the worst of each group with its stack (the
+    ``limit`` worst groups)."""
     groups: dict[tuple, list[Block]] = {}
     for block in blocks:
         groups.setdefault(block.key(), []).append(block)
     lines = []
-    for group in sorted(groups.values(), key=lambda g: -max(b.net for b in g)):
+    ranked = sorted(groups.values(), key=lambda g: -max(b.net for b in g))
+    if limit is not None and len(ranked) > limit:
+        lines.append(f"{title}: {len(ranked)} places, the {limit} worst shown")
+        ranked = ranked[:limit]
+    for group in ranked:
         worst = max(group, key=lambda b: b.net)
         tests = sorted({block.test for block in group})
         lines.append(f"{title}: {len(group)} time(s), worst {worst.figures()}")
