@@ -16,14 +16,13 @@ import gc
 import re
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import gevent
 import pytest
 from gevent import monkey
 
 from tests.plugins.hub_watchdog import (GREENMONGO, LIBRARY, PROJECT, THRESHOLD, WATCHDOG, CodeMap, Mark,
-                                        Stretch, thread_stack, walk_stack)
+                                        Stretch, frame_at, thread_stack)
 from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,13 +32,9 @@ LIBRARY_DIR = "/usr/lib/python3.11"
 
 # -- attribution and discounts, on synthetic frames and clocks ----------------------------------------
 
-def _stack(*files: str) -> SimpleNamespace:
-    """Fake frames, innermost first, each in ``files[i]``."""
-    frame = None
-    for index, filename in reversed(list(enumerate(files))):
-        frame = SimpleNamespace(f_code=SimpleNamespace(co_filename=filename, co_name=f"f{index}"),
-                                f_lineno=index + 1, f_back=frame)
-    return frame
+def _stack(*files: str) -> list:
+    """A sampled stack, innermost first: frame ``i`` in ``files[i]``, at address ``1000 + i``."""
+    return [(1000 + index, filename, index + 1, f"f{index}") for index, filename in enumerate(files)]
 
 
 def test_code_is_known_by_its_file() -> None:
@@ -55,36 +50,20 @@ def test_the_innermost_code_that_is_not_a_library_decides() -> None:
     code = CodeMap(PACKAGE, [LIBRARY_DIR])
     gm, lib, test = f"{PACKAGE}/pool/__init__.py", f"{LIBRARY_DIR}/socket.py", f"{ROOT}/tests/test_x.py"
     # greenmongo calling the standard library, called by a test: greenmongo's frames are the call
-    run, location = code.attribute(walk_stack(_stack(lib, gm, lib, gm, test, gm)))
-    assert [frame.f_code.co_name for frame in run] == ["f1", "f3"]  # not f5: beyond the test's frame
+    run, location = code.attribute(_stack(lib, gm, lib, gm, test, gm))
+    assert run == [(1, 1001), (3, 1003)]  # not 5: beyond the test's frame
     assert location == (gm, 2, "f1")
     # a test's callback that greenmongo called: the callback's code is running, not greenmongo's
-    run, location = code.attribute(walk_stack(_stack(lib, test, gm, gm)))
+    run, location = code.attribute(_stack(lib, test, gm, gm))
     assert run == [] and location == (test, 2, "f1")
     # only library code (the hub's loop, pytest): nothing of greenmongo's or the tests'
-    assert code.attribute(walk_stack(_stack(lib, lib))) == ([], None)
-    assert code.attribute(walk_stack(None)) == ([], None)  # a greenlet running C code only
+    assert code.attribute(_stack(lib, lib)) == ([], None)
+    assert code.attribute([]) == ([], None)  # a greenlet running C code only
 
 
-def test_a_stack_is_walked_innermost_first_and_the_collector_left_as_it_was() -> None:
-    def inner() -> list:
-        return walk_stack(sys._getframe())
-
-    frames = inner()
-    assert [frame.f_code.co_name for frame in frames[:2]] == ["inner", "test_a_stack_is_walked_innermost_first_and_"
-                                                                        "the_collector_left_as_it_was"]
-    assert len(walk_stack(sys._getframe(), depth=3)) == 3
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        walk_stack(sys._getframe())
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-
-
-def test_another_threads_stack_is_read_innermost_first() -> None:
-    """As the monitor thread reads the hub's: from a real thread, while this one waits on a real lock."""
+def test_another_threads_stack_is_read_innermost_first_and_its_frames_not_kept() -> None:
+    """As the monitor thread reads the hub's: from a real thread, while this one waits on a real
+    lock. Only ``frame_at`` hands out a frame object, and only the one at the address asked for."""
     allocate_lock = monkey.get_original("_thread", "allocate_lock")
     here = monkey.get_original("_thread", "get_ident")()
     looked = allocate_lock()
@@ -92,13 +71,23 @@ def test_another_threads_stack_is_read_innermost_first() -> None:
     seen: list = []
 
     def look() -> None:
-        seen.extend(frame.f_code.co_name for frame in thread_stack(here))
+        stack = thread_stack(here)
+        seen.append(stack)
+        seen.append(frame_at(here, 0, stack[0][0]))
+        seen.append(frame_at(here, 0, stack[0][0] + 1))
         looked.release()
 
+    marker = object()
+    references = sys.getrefcount(marker)
     monkey.get_original("_thread", "start_new_thread")(look, ())
     looked.acquire()  # (this thread really waits: a few milliseconds)
-    assert seen[0] == "test_another_threads_stack_is_read_innermost_first", seen
-    assert "pytest_pyfunc_call" in seen and gc.isenabled()
+    stack, frame, wrong = seen
+    assert stack[0][1:] == (__file__, stack[0][2], "test_another_threads_stack_is_read_innermost_first_and_its_"
+                                                   "frames_not_kept"), stack[:2]
+    assert any(function == "pytest_pyfunc_call" for _address, _file, _line, function in stack)
+    assert frame is sys._getframe() and id(frame) == stack[0][0] and wrong is None
+    assert sys.getrefcount(marker) == references and gc.isenabled()
+    assert len(thread_stack(here, depth=3)) == 3
 
 
 def _marks(*readings: tuple) -> list:

@@ -8,15 +8,18 @@ hub's thread; a check that finds the count unchanged since the previous one is i
 one greenlet running without yielding. (The hub's own stretches are its waits for I/O and timers,
 with only gevent's frames on its stack: those are not watched; a callback of greenmongo's that the
 loop runs in the hub is, like any greenlet.) During a stretch each check takes a sample of the
-running greenlet's stack (``sys._current_frames``) and attributes it:
+running greenlet's stack (``sys._current_frames``; see ``thread_stack`` for how the monitor
+thread reads it safely) and attributes it:
 
 * frames of the standard library and of installed packages (gevent, dnspython, ...) are passed
   through; the innermost frame of *other* code decides. If it is greenmongo's, the sample's
   greenmongo frames are the greenmongo call the greenlet is in; if it is a test's (a listener, a
   callback, a CPU loop), the sample is not greenmongo's;
-* a greenmongo call is timed from the first sample that saw its frame to the last one: the same
-  frame object in consecutive samples is one call still running (a loop of short greenmongo calls
-  never adds up to a block). This is a lower bound of the call's length (samples 10 ms apart).
+* a greenmongo call (the outermost greenmongo frame of those) is timed from the first sample that
+  saw its frame to the last one: the same frame in consecutive samples is one call still running
+  (the watchdog keeps that one frame object, so no other call's frame can take its address), and a
+  loop of short greenmongo calls never adds up to a block. This is a lower bound of the call's
+  length (samples 10 ms apart).
 
 From that time the watchdog takes off what was not greenmongo running: garbage collection
 (``gc.callbacks`` time the collections), the hub thread's run-queue time (Linux ``schedstat``: it
@@ -50,11 +53,11 @@ import sysconfig
 import traceback
 import warnings
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from itertools import accumulate, repeat
 from time import perf_counter
-from typing import Any, Callable, Hashable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import gevent
 import pytest
@@ -71,6 +74,7 @@ gevent.config.print_blocking_reports = False
 GREENMONGO, LIBRARY, PROJECT = "greenmongo", "library", "project"
 
 Frame = tuple[str, int, str]  # (file, line, function)
+Entry = tuple[int, str, int, str]  # a frame of a sampled stack: (address of its frame object, file, line, function)
 
 
 # -- where code lives ----------------------------------------------------------------------------
@@ -112,84 +116,95 @@ class CodeMap:
             return LIBRARY
         return PROJECT
 
-    def attribute(self, frames: Sequence[Any]) -> tuple[list, Optional[Frame]]:
-        """The greenmongo frames the innermost non-library code of a stack (``frames``, innermost
-        first) is running in (empty when that code is not greenmongo's), and that code's location.
+    def attribute(self, stack: Sequence[Entry]) -> tuple[list[tuple[int, int]], Optional[Frame]]:
+        """The greenmongo frames (index in ``stack``, address) that the innermost non-library code
+        of ``stack`` (innermost first) is running in, empty when that code is not greenmongo's;
+        and that code's location.
 
         Library frames are passed through; the first other frame decides; if it is greenmongo's,
         the walk goes on through greenmongo and library frames and stops at the first frame of
         other code (the test that called it).
         """
-        run: list = []
+        run: list[tuple[int, int]] = []
         location: Optional[Frame] = None
-        for frame in frames:
-            code = frame.f_code
-            kind = self.kind(code.co_filename)
-            if kind == GREENMONGO:
-                if location is None:
-                    location = (code.co_filename, frame.f_lineno, code.co_name)
-                run.append(frame)
-            elif kind == PROJECT:
-                if location is None:
-                    location = (code.co_filename, frame.f_lineno, code.co_name)
+        for index, (address, filename, line, function) in enumerate(stack):
+            kind = self.kind(filename)
+            if kind == LIBRARY:
+                continue
+            if location is None:
+                location = (filename, line, function)
+            if kind == PROJECT:
                 break
+            run.append((index, address))
         return run, location
 
 
-def thread_stack(thread_ident: int, depth: int = STACK_DEPTH) -> list:
-    """The frames of another thread's stack, innermost first, at most ``depth`` (see ``walk_stack``).
+# Walking the hub's stack from the monitor thread, on Python 3.11, without harming the hub's thread:
+#
+# - The walk must not lose the GIL between two frames: following ``f_back`` through a stack that its
+#   thread changes meanwhile crashed the interpreter (a segfault, as Python 3.11 profilers that
+#   sample other threads in Python code are known to cause). So the walk is one C call:
+#   ``deque.extend`` over ``accumulate(..., getattr)`` runs no bytecode, so the GIL stays put;
+#   ``getattr(None, "f_back")`` ends it at the outermost frame.
+# - The collector is off from ``sys._current_frames()`` on: that call holds the interpreter's
+#   thread-list lock while it creates frame objects, and a collection starting on one of those
+#   allocations can free a ``threading.local``, whose clean-up takes the same lock: the first full
+#   session deadlocked so, the hub's thread waiting for the GIL forever. (A collection during the
+#   walk could also run Python callbacks.)
+# - The walk keeps no frame object: it maps each frame to its ``repr`` (address, file, line,
+#   function), in the same C call. A frame object kept while the hub's thread returns from that
+#   frame keeps the frame's locals alive: a reference-count test failed so, counting the
+#   watchdog's references. Only the frame of the greenmongo call being timed is kept (its address
+#   must not be reused by another call's frame meanwhile), fetched by ``frame_at``.
 
-    The collector is off from ``sys._current_frames()`` on: that call holds the interpreter's
-    thread-list lock while it creates frame objects, and a collection starting on one of those
-    allocations can free a ``threading.local``, whose clean-up takes the same lock: Python 3.11
-    deadlocks (this one did, with the hub's thread waiting for the GIL forever).
-    """
+def thread_stack(thread_ident: int, depth: int = STACK_DEPTH) -> list[Entry]:
+    """Another thread's stack, innermost first, at most ``depth`` frames (see above)."""
+    texts: deque = deque()
     collecting = gc.isenabled()
     if collecting:
         gc.disable()
     try:
-        return _walk(sys._current_frames().get(thread_ident), depth)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def walk_stack(top: Any, depth: int = STACK_DEPTH) -> list:
-    """``top`` and its callers (``f_back``), innermost first, at most ``depth`` frames.
-
-    The hub's thread must not run while its stack is walked from the monitor thread: on Python
-    3.11 following ``f_back`` through a stack that its thread changes meanwhile crashes the
-    interpreter (a walk in Python code can lose the GIL between two frames, and this one did).
-    So the walk is one C call (``deque.extend`` over ``accumulate(..., getattr)``: no bytecode
-    runs, so the GIL stays with this thread) with the collector off (a collection could run
-    Python callbacks in the middle). ``getattr(None, "f_back")`` ends it at the outermost frame.
-    """
-    collecting = gc.isenabled()
-    if collecting:
-        gc.disable()
-    try:
-        return _walk(top, depth)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _walk(top: Any, depth: int) -> list:
-    if top is None:
-        return []
-    frames: deque = deque()
-    try:
-        frames.extend(accumulate(repeat("f_back", depth - 1), getattr, initial=top))
+        texts.extend(map(repr, accumulate(repeat("f_back", depth - 1), getattr,
+                                          initial=sys._current_frames().get(thread_ident))))
     except AttributeError:
         pass
-    if frames and frames[-1] is None:
-        frames.pop()
-    return list(frames)
+    finally:
+        if collecting:
+            gc.enable()
+    return [entry for entry in map(_entry, texts) if entry is not None]
 
 
-def snapshot(frames: Sequence[Any], limit: int = STACK_LIMIT) -> tuple[Frame, ...]:
+def frame_at(thread_ident: int, index: int, address: int) -> Any:
+    """The frame object ``index`` frames out from another thread's innermost one, if it is still the
+    one at ``address``; else None."""
+    last: deque = deque(maxlen=1)
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()
+    try:
+        last.extend(accumulate(repeat("f_back", index), getattr, initial=sys._current_frames().get(thread_ident)))
+    except AttributeError:
+        return None
+    finally:
+        if collecting:
+            gc.enable()
+    frame = last.pop() if last else None
+    return frame if frame is not None and id(frame) == address else None
+
+
+def _entry(text: str) -> Optional[Entry]:
+    """``<frame at 0x7f.., file '/x.py', line 12, code name>`` -> (address, file, line, function)."""
+    if not text.startswith("<frame at "):
+        return None
+    address, _, rest = text[len("<frame at "):-1].partition(", file ")
+    rest, _, function = rest.rpartition(", code ")
+    filename, _, line = rest.rpartition(", line ")
+    return int(address, 16), filename[1:-1], int(line), function
+
+
+def snapshot(stack: Sequence[Entry], limit: int = STACK_LIMIT) -> tuple[Frame, ...]:
     """(file, line, function) of the innermost ``limit`` frames; no source read here."""
-    return tuple((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name) for frame in frames[:limit])
+    return tuple((filename, line, function) for _address, filename, line, function in stack[:limit])
 
 
 # -- clocks of what is not the greenlet running ---------------------------------------------------
@@ -289,9 +304,10 @@ class Block:
 class Stretch:
     """One greenlet running without a switch, as the watchdog's samples saw it.
 
-    ``sample`` takes the greenmongo frames the greenlet was in (any hashable objects: frame
-    objects in the session, names in unit tests); a frame present in consecutive samples is one
-    call still running, timed from the first sample that saw it.
+    ``sample`` takes the addresses of the greenmongo frames the greenlet was in, innermost first.
+    The outermost is the greenmongo call being timed (the *anchor*): while later samples still show
+    it, it is one call still running (the watchdog keeps that frame object, so no other frame can
+    take its address), timed from the first sample that saw it.
     """
 
     greenlet: str
@@ -300,20 +316,21 @@ class Stretch:
     began: float  # the last check before the stretch was seen: it has run at least since then
     threshold: float = THRESHOLD
     last_at: float = 0.0
-    seen: dict = field(default_factory=dict)  # greenmongo frame -> Mark of the first sample with it
+    anchor: Optional[int] = None  # address of the greenmongo call being timed
+    anchor_mark: Optional[Mark] = None  # the first sample that saw it
     longest: Optional[Block] = None  # the longest greenmongo call seen (before discounts)
     worst: Optional[Block] = None  # the greenmongo call with the most time beyond discounts
     location: Optional[Frame] = None  # innermost non-library code at the last sample
 
-    def sample(self, mark: Mark, frames: Sequence[Hashable], location: Optional[Frame] = None,
+    def sample(self, mark: Mark, run: Sequence[int], location: Optional[Frame] = None,
                stack: Callable[[], tuple[Frame, ...]] = tuple) -> None:
         self.last_at = mark.at
         self.location = location
-        seen = {frame: self.seen.get(frame, mark) for frame in frames}
-        self.seen = seen
-        if not seen:
+        if self.anchor is None or self.anchor not in run:
+            self.anchor, self.anchor_mark = (run[-1], mark) if run else (None, None)
+        first = self.anchor_mark
+        if first is None:
             return
-        first = min(seen.values(), key=lambda m: m.at)
         wall = mark.at - first.at
         if wall < self.threshold:
             return
@@ -325,8 +342,8 @@ class Stretch:
             block.stack = stack()
             self.worst = block
 
-    def forget_frames(self) -> None:
-        self.seen = {}
+    def forget_anchor(self) -> None:
+        self.anchor = self.anchor_mark = None
 
     @property
     def wall(self) -> float:
@@ -387,6 +404,7 @@ class HubWatchdog:
         self._changed_at = 0.0
         self._last_pass = 0.0
         self._stretch: Optional[Stretch] = None
+        self._anchor_frame: Any = None  # the frame of the greenmongo call being timed (see thread_stack)
         self._gc = (0.0, None)  # (seconds collected so far, start of the collection under way or None)
         self._gc_epoch = 0
 
@@ -425,7 +443,7 @@ class HubWatchdog:
                 self.restarts += 1
             thread._monitoring_functions[0].function = _gevent_check_off  # gevent: the first is its own check
             thread.add_monitoring_function(self._check, SAMPLE_INTERVAL)
-            self._stretch, self._count = None, None
+            self._stretch, self._count, self._anchor_frame = None, None, None
             self._tracer = thread._greenlet_tracer
             self._thread = thread
 
@@ -442,12 +460,13 @@ class HubWatchdog:
         if phase == "start":
             self._gc = (collected, now)
             if info.get("generation") == 2:
-                # gc.collect() and full collections: drop the watchdog's references to frames that
-                # may have returned, so that what their locals hold can be collected now.
+                # gc.collect() and full collections: drop the frame the watchdog keeps (its call may
+                # have returned), so that what its locals hold can be collected now.
                 self._gc_epoch += 1
+                self._anchor_frame = None
                 stretch = self._stretch
                 if stretch is not None:
-                    stretch.forget_frames()
+                    stretch.forget_anchor()
         else:
             self._gc = (collected + (now - started if started is not None else 0.0), None)
 
@@ -478,9 +497,9 @@ class HubWatchdog:
             self._end_stretch()
             return
         epoch = self._gc_epoch
-        frames = thread_stack(hub.thread_ident)  # none: a greenlet running C code only
+        stack = thread_stack(hub.thread_ident)  # empty: a greenlet running C code only
         at = perf_counter()
-        run, location = self.code.attribute(frames)
+        run, location = self.code.attribute(stack)
         if glet is hub and not run:  # the hub waiting for I/O and timers, or running gevent's own code
             self._changed_at = now
             self._end_stretch()
@@ -489,17 +508,28 @@ class HubWatchdog:
         if stretch is None:
             stretch = self._stretch = Stretch(describe(glet, hub), glet.parent is not None, self.current_test,
                                               self._changed_at, self.threshold)
+        addresses = [address for _index, address in run]
+        if run and stretch.anchor not in addresses:  # a greenmongo call not seen before: keep its frame
+            index, address = run[-1]
+            frame = frame_at(hub.thread_ident, index, address)
+            if frame is None:
+                addresses = []  # the stack changed meanwhile: this sample says nothing
+            self._anchor_frame = frame
         mark = Mark(at)
-        if run and self._clocks is not None:
+        if addresses and self._clocks is not None:
             mark = Mark(at, self._clocks.queued(), self._clocks.steal(), self._gc_clock(at))  # these release the GIL
         if self._gc_epoch != epoch or tracer.greenlet_switch_counter != count:
-            return  # a full collection or a switch meanwhile: the frames may have returned; the next pass decides
+            self._anchor_frame = None  # a full collection or a switch meanwhile: the next pass decides
+            stretch.forget_anchor()
+            return
         stretch.test = self.current_test  # a stretch in the main greenlet can outlast a test
-        stretch.sample(mark, run, location, partial(snapshot, frames))
-        del frames, run
+        stretch.sample(mark, addresses, location, partial(snapshot, stack))
+        if stretch.anchor is None:
+            self._anchor_frame = None
 
     def _end_stretch(self) -> None:
         stretch, self._stretch = self._stretch, None
+        self._anchor_frame = None
         if stretch is None:
             return
         verdict = stretch.verdict()
