@@ -415,7 +415,7 @@ def test_top_level_names() -> None:
 
 def test_version_and_wire_range_differences(pm: ModuleType) -> None:
     DELIBERATE_DIFFERENCES["own-version"]
-    assert greenmongo.version != pm.version and pm.version_tuple == (4, 20, 0)
+    assert greenmongo.version != pm.version and pm.version_tuple == (4, 20, 1)
     DELIBERATE_DIFFERENCES["wire-range"]
     assert (greenmongo.MIN_SUPPORTED_WIRE_VERSION, pm.MIN_SUPPORTED_WIRE_VERSION) == (8, 9)
     assert gcommon.MIN_SUPPORTED_SERVER_VERSION == "4.2"
