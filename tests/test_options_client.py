@@ -161,6 +161,12 @@ def test_compressors_and_zlib_level():
         warnings.simplefilter("always")
         options = ClientOptions("mongodb://h/?compressors=zstd,snoopy,zlib,zlib&zlibCompressionLevel=9")
     assert options.compressors == ("zstd", "zlib") and options.zlib_compression_level == 9
+    messages = [str(w.message) for w in caught]
+    # A connection string's unknown compressor is not named (it is URI text); a keyword argument's is.
+    assert any("Unsupported compressor" in m for m in messages) and not any("snoopy" in m for m in messages)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert ClientOptions("h", compressors="zlib,snoopy").compressors == ("zlib",)
     assert any("snoopy" in str(w.message) for w in caught)
     assert ClientOptions("h", compressors=["snappy"]).compressors == ("snappy",)
     for level in (-2, 10):
@@ -283,9 +289,9 @@ def test_immutable():
 def test_no_secret_in_repr_or_errors():
     options = ClientOptions("mongodb://user:hunter2@h/?authMechanism=MONGODB-AWS"
                             "&authMechanismProperties=AWS_SESSION_TOKEN:tok3n&proxyHost=p"
-                            "&proxyUsername=u&proxyPassword=pr0xy&tlsCertificateKeyFilePassword=k3y")
+                            "&proxyUsername=pr0xyus3r&proxyPassword=pr0xy&tlsCertificateKeyFilePassword=k3y")
     text = repr(options) + repr(options.credentials) + repr(options.tls) + repr(options.proxy)
-    for secret in ("hunter2", "tok3n", "pr0xy", "k3y"):
+    for secret in ("hunter2", "tok3n", "pr0xyus3r", "pr0xy", "k3y"):
         assert secret not in text
     assert "kwsecret" not in repr(ClientOptions("h", username="u", password="kwsecret"))
     message = invalid("h", password=12345, match="password must be a string")

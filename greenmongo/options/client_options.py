@@ -119,8 +119,8 @@ class ClientOptions:
         for key, value in kwargs.items():
             try:
                 name, value = validate_python_option(key, value, reporter.warning)
-            except InvalidOptionValue as exc:
-                raise ConfigurationError(str(exc)) from None
+            except InvalidOptionValue as exc:  # the caller's own argument: its value may be shown
+                raise ConfigurationError(exc.described()) from None
             options[name] = value
         if options.get("username") is not None:
             username = options["username"]

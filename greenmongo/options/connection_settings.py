@@ -51,7 +51,8 @@ class ProxySettings:
 
     host: str
     port: int = DEFAULT_PROXY_PORT
-    username: Optional[str] = None
+    #: Both are sensitive options (URI Options spec): neither appears in the repr.
+    username: Optional[str] = field(default=None, repr=False)
     password: Optional[str] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

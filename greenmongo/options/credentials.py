@@ -24,6 +24,9 @@ _ALLOWED_PROPERTIES: dict[str, frozenset[str]] = {
     "MONGODB-OIDC": frozenset({"ENVIRONMENT", "TOKEN_RESOURCE", "OIDC_CALLBACK", "OIDC_HUMAN_CALLBACK",
                                "ALLOWED_HOSTS"}),
 }
+#: Every mechanism property greenmongo knows: the only property names an error message may quote (an
+#: unknown one may be credential text from a mistyped connection string).
+_KNOWN_PROPERTIES = frozenset().union(*_ALLOWED_PROPERTIES.values())
 _CANONICALIZE = {"none": "none", "forward": "forward", "forwardandreverse": "forwardAndReverse",
                  "false": "none", "true": "forwardAndReverse"}
 OIDC_ENVIRONMENTS = ("test", "azure", "gcp", "k8s")
@@ -100,12 +103,14 @@ class MongoCredential(_CredentialFields):
 
 
 def _fail(mechanism: str, message: str) -> ConfigurationError:
+    """The error for a credential rule. Messages quote no value: credentials are checked once the
+    connection string's options and the keyword arguments are merged, so a value may be URI text."""
     return ConfigurationError(f"{mechanism}: {message}")
 
 
 def _external_source(mechanism: str, source: Optional[str]) -> str:
     if source is not None and source != "$external":
-        raise _fail(mechanism, f'authSource must be "$external" (or unset), not {source!r}')
+        raise _fail(mechanism, 'authSource must be "$external" (or unset)')
     return "$external"
 
 
@@ -116,7 +121,7 @@ def _gssapi_properties(props: dict[str, Any]) -> dict[str, Any]:
         key = str(value).lower() if isinstance(value, (str, bool)) else None
         if key not in _CANONICALIZE:
             raise _fail("GSSAPI", "CANONICALIZE_HOST_NAME must be one of none, forward, forwardAndReverse "
-                                  f"(or true/false), not {value!r}")
+                                  "(or true/false)")
         props["CANONICALIZE_HOST_NAME"] = _CANONICALIZE[key]
     return props
 
@@ -138,8 +143,7 @@ def _check_oidc(username: Optional[str], password: Optional[str], props: Mapping
     if environment is None:
         raise _fail(mechanism, "requires an ENVIRONMENT mechanism property or an OIDC callback")
     if environment not in OIDC_ENVIRONMENTS:
-        raise _fail(mechanism, f"unsupported ENVIRONMENT {environment!r}; expected one of "
-                               f"{', '.join(OIDC_ENVIRONMENTS)}")
+        raise _fail(mechanism, f"unsupported ENVIRONMENT; expected one of {', '.join(OIDC_ENVIRONMENTS)}")
     if environment == "test" and username is not None:
         raise _fail(mechanism, "ENVIRONMENT:test does not take a username")
     if environment in ("azure", "gcp") and not props.get("TOKEN_RESOURCE"):
@@ -161,9 +165,14 @@ def build_credentials(
     """
     mech = (mechanism or "DEFAULT").upper()
     props = {str(k).upper(): v for k, v in (mechanism_properties or {}).items()}
-    unsupported = sorted(set(props) - _ALLOWED_PROPERTIES.get(mech, frozenset()))
+    unsupported = set(props) - _ALLOWED_PROPERTIES.get(mech, frozenset())
     if unsupported:
-        raise _fail(mech, f"unsupported mechanism properties: {', '.join(unsupported)}")
+        named = sorted(unsupported & _KNOWN_PROPERTIES)
+        unknown = len(unsupported) - len(named)
+        if unknown:
+            named.append(f"{unknown} unknown propert{'y' if unknown == 1 else 'ies'} (not named: it may be "
+                         "credential text)")
+        raise _fail(mech, f"unsupported mechanism properties: {', '.join(named)}")
     if username == "":
         raise _fail(mech, "the username must not be empty")
 

@@ -52,12 +52,15 @@ def srv_domain(hostname: str) -> str:
 
 
 def check_srv_hostname(hostname: str) -> str:
-    """A ``mongodb+srv`` host must be one DNS name: no port, no IP literal, no empty labels."""
+    """A ``mongodb+srv`` host must be one DNS name: no port, no IP literal, no empty labels.
+
+    The rejected text is not quoted: it is the connection string's, where a misplaced password may sit.
+    """
     name = normalize_hostname(hostname)
     if not name or any(not label for label in name.split(".")):
-        raise ConfigurationError(f"Invalid mongodb+srv hostname {hostname!r}")
+        raise ConfigurationError("Invalid mongodb+srv hostname: empty label")
     if name.startswith("[") or name.replace(".", "").isdigit():
-        raise ConfigurationError(f"mongodb+srv needs a DNS hostname, not an IP address: {hostname!r}")
+        raise ConfigurationError("mongodb+srv needs a DNS hostname, not an IP address")
     return name
 
 

@@ -4,10 +4,17 @@
 ``parse_options`` turns its ``key=value`` pairs into validated, canonically
 named values; ``parse_uri`` does both and, for ``mongodb+srv``, asks an
 ``SrvResolver`` for the seedlist (by default ``greenmongo.net.dns``, imported
-only then). Structural errors raise InvalidURI naming the bad part; option
-errors raise ConfigurationError, or with ``warn=True`` become warnings and the
-option is ignored, which is the specs' lenient behaviour. Passwords never
-appear in messages or reprs.
+only then). Structural errors raise InvalidURI saying which part is wrong;
+option errors raise ConfigurationError, or with ``warn=True`` become warnings
+and the option is ignored, which is the specs' lenient behaviour.
+
+No message quotes the connection string's text (an unknown option's name, a
+value, a database name, a host or port, a path): a mistyped connection string
+can carry credentials anywhere (an unescaped ``/`` or ``?`` in a password, a
+``?`` typed for ``&``), and error messages end up in logs. Messages name the
+known option and the rule broken, or the position of an unknown or malformed
+option instead. Options from a DNS TXT record are named: that text is not
+typed by a user. Passwords never appear in reprs.
 """
 
 from __future__ import annotations
@@ -108,38 +115,39 @@ def parse_host(entity: str, default_port: Optional[int] = DEFAULT_PORT) -> Addre
     """``host``, ``host:port``, ``[v6]:port`` or a percent-encoded ``.sock`` path -> (host, port).
 
     Hostnames are lower-cased; a Unix socket's port is None.
+    Messages never quote ``entity``: after an unescaped '/' or '?' in a password, the "host" is the
+    user name and the "port" the start of the password.
     """
     if entity.startswith("["):
         end = entity.find("]")
         if end == -1:
-            raise InvalidURI(f"Invalid IP literal {entity!r}: missing ']'")
+            raise InvalidURI("Invalid IP literal host: missing ']'")
         host, rest = entity[1:end], entity[end + 1:]
         if rest and not rest.startswith(":"):
-            raise InvalidURI(f"Invalid host {entity!r}: unexpected text after ']'")
+            raise InvalidURI("Invalid IP literal host: unexpected text after ']'")
         port_text = rest[1:] if rest else None
         if not host:
-            raise InvalidURI(f"Invalid host {entity!r}: empty IP literal")
+            raise InvalidURI("Invalid host: empty IP literal")
     else:
         if entity.count(":") > 1:
-            raise InvalidURI(f"Invalid host {entity!r}: IPv6 addresses must be in brackets, and a host "
-                             "has at most one port")
+            raise InvalidURI("Invalid host: IPv6 addresses must be in brackets, and a host has at most one port")
         host, colon, port_text = entity.partition(":")
         port_text = port_text if colon else None
         host = unquote(host)
         if not host:
-            raise InvalidURI(f"Empty host in {entity!r}" if entity else "Empty host in the connection string")
+            raise InvalidURI("Empty host name before the port" if entity else "Empty host in the connection string")
         if "/" in host:
             if not host.endswith(".sock"):
-                raise InvalidURI(f"Unsupported host {host!r}: UNIX domain socket paths must end in '.sock' "
-                                 "and be percent-encoded")
+                raise InvalidURI("Unsupported host: a UNIX domain socket path must end in '.sock' and be "
+                                 "percent-encoded")
             if port_text is not None:
-                raise InvalidURI(f"A UNIX domain socket takes no port: {entity!r}")
+                raise InvalidURI("A UNIX domain socket takes no port")
             return host, None
     if port_text is None:
         return host.lower(), default_port
     if not port_text.isdigit() or not 0 < int(port_text) <= 65535:
-        # The port text is not shown: after an unescaped '/' or '?' in a password it *is* the password.
-        raise InvalidURI(f"Invalid port for host {host!r}: it must be an integer from 1 to 65535")
+        raise InvalidURI("Invalid port: it must be an integer from 1 to 65535 (and a password's '/', '?', "
+                         "'@' and ':' must be percent-encoded)")
     return host.lower(), int(port_text)
 
 
@@ -149,13 +157,12 @@ def _split_options(text: str) -> list[tuple[str, str]]:
     if "&" in text and ";" in text:
         raise InvalidURI("Connection string options may be separated by '&' or ';', not both")
     pairs = []
-    for item in text.split("&" if "&" in text or ";" not in text else ";"):
+    for position, item in enumerate(text.split("&" if "&" in text or ";" not in text else ";"), 1):
         if not item:
             continue
         key, equals, value = item.partition("=")
-        if not equals or not key:
-            shown = "" if "@" in item else f" {unquote(item)!r}"  # an '@' here is a misplaced password
-            raise InvalidURI(f"Malformed connection string option{shown}: expected key=value")
+        if not equals or not key:  # not quoted: it may be a misplaced password
+            raise InvalidURI(f"Connection string option number {position} is malformed: expected key=value")
         pairs.append((unquote(key), unquote(value)))
     return pairs
 
@@ -194,14 +201,24 @@ def split_uri(uri: str, default_port: Optional[int] = DEFAULT_PORT) -> UriParts:
             raise InvalidURI("A mongodb+srv connection string cannot have a port number")
         hosts: tuple[Address, ...] = ((check_srv_hostname(unquote(hosts_text)), None),)
     else:
-        hosts = tuple(parse_host(entity, default_port) for entity in hosts_text.split(","))
+        entities = hosts_text.split(",")
+        parsed = []
+        for position, entity in enumerate(entities, 1):
+            try:
+                parsed.append(parse_host(entity, default_port))
+            except InvalidURI as exc:
+                if len(entities) == 1:
+                    raise
+                raise InvalidURI(f"{exc} (host number {position} of the connection string)") from None
+        hosts = tuple(parsed)
 
     database = collection = None
     if database_text:
         database = unquote(database_text)
         bad = [c for c in _FORBIDDEN_DATABASE_CHARACTERS if c in database]
-        if bad:
-            raise InvalidURI(f"Invalid database name {database!r}: it cannot contain {' '.join(bad)!r}")
+        if bad:  # the name is not quoted (a misplaced password may be in it), the characters are
+            raise InvalidURI(f"Invalid database name in the connection string: it cannot contain "
+                             f"{' '.join(bad)!r}")
         if "." in database:
             database, collection = database.split(".", 1)
 
@@ -210,8 +227,9 @@ def split_uri(uri: str, default_port: Optional[int] = DEFAULT_PORT) -> UriParts:
 
 # -- options ---------------------------------------------------------------------
 
-def _value_of(option: Option, key: str, raw: str, reporter: Reporter) -> tuple[bool, Any]:
-    """(ok, value) for one occurrence; ok is False when it must be ignored."""
+def _value_of(option: Option, key: str, raw: str, reporter: Reporter, from_uri: bool) -> tuple[bool, Any]:
+    """(ok, value) for one occurrence; ok is False when it must be ignored. The key is a known option's
+    (it may be named); the value is shown only when it comes from a TXT record and is not a secret."""
     kind = option.kind
     if raw == "" and kind.empty != "parse":
         if kind.empty == "error":
@@ -221,28 +239,35 @@ def _value_of(option: Option, key: str, raw: str, reporter: Reporter) -> tuple[b
     try:
         return True, kind.from_text(option.name, raw, reporter.warning)
     except InvalidOptionValue as exc:
-        shown = "" if option.secret else f" {raw!r}"
-        reporter.invalid(f"Unsupported value{shown} for {key!r}: {exc}")
+        if from_uri or option.secret:
+            reporter.invalid(f"Unsupported value for {key!r}: {exc}")
+        else:
+            reporter.invalid(f"Unsupported value {raw!r} for {key!r}: {exc.described()}")
         return False, None
 
 
 def parse_options(pairs: Iterable[tuple[str, str]], reporter: Reporter,
-                  validate: bool = True) -> dict[str, Any]:
+                  validate: bool = True, from_uri: bool = True) -> dict[str, Any]:
     """Validate decoded ``key=value`` pairs into {canonical name: value}.
 
     Unknown keys are warned about and ignored; a repeated key warns and the
     last wins (readPreferenceTags is a list; repeated proxy options and
     disagreeing tls/ssl are errors); a deprecated key loses to its replacement.
+    ``from_uri``: the pairs are a connection string's, so no message quotes an
+    unknown key or any value (a TXT record's pairs pass False: they are named).
     """
     found: dict[str, list[tuple[str, str]]] = {}
     renamed: dict[str, list[tuple[str, str]]] = {}
-    for key, raw in pairs:
+    for position, (key, raw) in enumerate(pairs, 1):
         lowered = key.lower()
         option = lookup(key)
         if option is not None and option.uri:
             found.setdefault(option.name, []).append((key, raw))
         elif lowered in DEPRECATED:
             renamed.setdefault(DEPRECATED[lowered], []).append((key, raw))
+        elif from_uri:
+            reporter.warning(f"Unsupported option number {position} of the connection string is ignored (its "
+                             "name is not shown: a mistyped connection string can carry credentials)")
         else:
             reporter.warning(f"Unsupported option {key!r} is ignored")
 
@@ -261,13 +286,14 @@ def parse_options(pairs: Iterable[tuple[str, str]], reporter: Reporter,
             options[name] = [raw for _, raw in occurrences] if option.repeated else occurrences[-1][1]
             continue
         if option.repeated:
-            values = [_value_of(option, key, raw, reporter) for key, raw in occurrences]
+            values = [_value_of(option, key, raw, reporter, from_uri) for key, raw in occurrences]
             if all(ok for ok, _ in values):
                 options[name] = [value for _, value in values]
             continue
         if len(occurrences) > 1 and name.startswith("proxy"):
             raise ConfigurationError(f"{name} may appear only once")
-        values = [value for ok, value in (_value_of(option, key, raw, reporter) for key, raw in occurrences) if ok]
+        values = [value for ok, value in (_value_of(option, key, raw, reporter, from_uri)
+                                          for key, raw in occurrences) if ok]
         if len(occurrences) > 1:
             if name == "tls":
                 if len(set(values)) > 1:
@@ -319,7 +345,7 @@ def resolve_seedlist(fqdn: str, options: dict[str, Any], reporter: Reporter,
                                      "one) or pass srv_resolver")
         resolver = _default_resolver()
     seedlist = discover(fqdn, options.get("srvServiceName") or "mongodb", resolver, timeout)
-    for name, value in parse_options(seedlist.txt_options, reporter).items():
+    for name, value in parse_options(seedlist.txt_options, reporter, from_uri=False).items():
         options.setdefault(name, value)
     options.setdefault("tls", True)
     return list(seedlist.hosts)

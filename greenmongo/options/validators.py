@@ -4,8 +4,9 @@ One table (``OPTIONS``) drives both connection-string parsing (values arrive
 as percent-decoded text) and keyword arguments (values arrive as Python
 objects). A bad value raises :class:`InvalidOptionValue`; the caller decides
 whether that becomes a ConfigurationError (strict) or a warning (the
-Connection String spec's lenient mode). The reason text never contains the
-value of a secret option.
+Connection String spec's lenient mode). Its text never contains the value:
+a mistyped connection string can carry credentials in any option, so only a
+keyword argument's caller adds the value (``described()``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ Warn = Callable[[str], None]
 
 
 class InvalidOptionValue(ValueError):
-    """A value this option cannot take; ``str()`` says why without echoing secrets."""
+    """A value this option cannot take. ``str()`` says why without the value; ``described()`` adds the
+    value for messages about keyword arguments (never about connection string text)."""
+
+    def __init__(self, message: str, shown: str = "") -> None:
+        super().__init__(message)
+        self.shown = shown
+
+    def described(self) -> str:
+        return f"{self}, not {self.shown}" if self.shown else str(self)
 
 
 # -- value kinds ---------------------------------------------------------------
@@ -104,7 +113,7 @@ class Integer(Kind):
             return value
         if (self.minimum is not None and value < self.minimum) or (
                 self.maximum is not None and value > self.maximum):
-            raise InvalidOptionValue(f"{name} must be {self.describe}, not {value!r}")
+            raise InvalidOptionValue(f"{name} must be {self.describe}", shown=repr(value))
         return value
 
     def from_text(self, name: str, text: str, warn: Warn) -> int:
@@ -167,14 +176,14 @@ class WriteConcernW(Kind):
         if _INTEGER.match(text):
             value = int(text)
             if value < 0:
-                raise InvalidOptionValue(f"{name} must be {self.describe}, not {value}")
+                raise InvalidOptionValue(f"{name} must be {self.describe}", shown=str(value))
             return value
         return text
 
     def from_python(self, name: str, value: Any, warn: Warn) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 0:
-                raise InvalidOptionValue(f"{name} must be {self.describe}, not {value}")
+                raise InvalidOptionValue(f"{name} must be {self.describe}", shown=str(value))
             return value
         if isinstance(value, str):
             return value
@@ -182,32 +191,34 @@ class WriteConcernW(Kind):
 
 
 class Compressors(Kind):
-    """An ordered list of compressor names; unknown names are dropped with a warning (compression spec)."""
+    """An ordered list of compressor names; unknown names are dropped with a warning (compression spec).
+    The warning names an unknown compressor given as a keyword argument, not one from a connection string."""
 
     known = ("snappy", "zlib", "zstd")
     describe = "a comma separated list of compressor names"
 
-    def _clean(self, name: str, names: Iterable[str], warn: Warn) -> list[str]:
+    def _clean(self, name: str, names: Iterable[str], warn: Warn, show: bool) -> list[str]:
         out: list[str] = []
         for compressor in names:
             compressor = compressor.strip().lower()
             if not compressor:
                 continue
             if compressor not in self.known:
-                warn(f"Unsupported compressor: {compressor!r} (supported: {', '.join(self.known)})")
+                shown = f": {compressor!r}" if show else ""
+                warn(f"Unsupported compressor{shown} (supported: {', '.join(self.known)})")
                 continue
             if compressor not in out:
                 out.append(compressor)
         return out
 
     def from_text(self, name: str, text: str, warn: Warn) -> list[str]:
-        return self._clean(name, text.split(","), warn)
+        return self._clean(name, text.split(","), warn, show=False)
 
     def from_python(self, name: str, value: Any, warn: Warn) -> list[str]:
         if isinstance(value, str):
-            return self.from_text(name, value, warn)
+            return self._clean(name, value.split(","), warn, show=True)
         if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            return self._clean(name, value, warn)
+            return self._clean(name, value, warn, show=True)
         raise InvalidOptionValue(f"{name} must be {self.describe} or a list of names")
 
 
@@ -448,7 +459,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("minPoolSize", Integer(0)),
     Option("proxyHost", String(empty="error")),
     Option("proxyPort", Integer(0, 65535)),
-    Option("proxyUsername", String(empty="ignore")),
+    Option("proxyUsername", String(empty="ignore"), secret=True),
     Option("proxyPassword", String(empty="ignore"), secret=True),
     Option("readConcernLevel", String()),
     Option("readPreference", Choice({m: m for m in READ_PREFERENCE_MODES})),
@@ -507,6 +518,9 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 BY_KEY: dict[str, Option] = {option.name.lower(): option for option in OPTIONS}
+#: The URI Options spec's sensitive options, lower-cased: their values never appear in a repr of the
+#: client's configuration (PyMongo's ``common.SENSITIVE_OPTIONS_FOR_REPR``).
+SENSITIVE_URI_OPTIONS = frozenset(option.name.lower() for option in OPTIONS if option.secret and option.uri)
 
 #: Other spellings of the same option (values must agree when both appear).
 ALIASES: dict[str, str] = {"ssl": "tls", "max_adaptive_retries": "maxadaptiveretries",
