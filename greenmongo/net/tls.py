@@ -54,8 +54,8 @@ def _load_private_key(path: str, password: Optional[str]):
     try:
         key = load_pem_private_key(data, password.encode("utf-8") if password is not None else None)
     except (ValueError, TypeError) as exc:
-        raise ConfigurationError(f"invalid TLS configuration: cannot load the private key in {path}: "
-                                 f"{exc}") from None
+        raise ConfigurationError(f"invalid TLS configuration: cannot load the private key in the "
+                                 f"tlsCertificateKeyFile file: {exc}") from None
     return key
 
 
@@ -81,11 +81,17 @@ def _load_system_store(context: SSL.Context) -> None:
 
 @functools.lru_cache(maxsize=32)
 def build_context(settings: TlsSettings) -> TlsContext:
-    """A client context for ``settings`` (cached: settings are immutable and hashable)."""
+    """A client context for ``settings`` (cached: settings are immutable and hashable).
+
+    Errors name the option whose file failed, never the path: it may come from a mistyped connection
+    string (``tlsCAFile=/ca.pem?tlsCertificateKeyFilePassword=...``), so the OSError, whose text has the
+    path, is not chained either.
+    """
     context = SSL.Context(SSL.TLS_CLIENT_METHOD)
     context.set_min_proto_version(SSL.TLS1_2_VERSION)
     context.set_options(SSL.OP_NO_COMPRESSION | SSL.OP_NO_RENEGOTIATION)
     trusted: list[x509.Certificate] = []
+    option = "tlsCertificateKeyFile"  # the option whose file is being read
     try:
         if settings.certificate_key_file:
             context.use_certificate_chain_file(settings.certificate_key_file)
@@ -95,18 +101,24 @@ def build_context(settings: TlsSettings) -> TlsContext:
         if settings.verify_certificates:
             context.set_verify(SSL.VERIFY_PEER)
             if settings.ca_file:
+                option = "tlsCAFile"
                 context.load_verify_locations(settings.ca_file)
                 trusted = _read_pem_certificates(settings.ca_file)
             else:
+                option = "the system CA store"
                 _load_system_store(context)
             if settings.crl_file:
+                option = "tlsCRLFile"
                 _load_crl(context, settings.crl_file)
         else:
             context.set_verify(SSL.VERIFY_NONE)
-    except SSL.Error as exc:
-        raise ConfigurationError(f"invalid TLS configuration: {_describe_ssl_error(exc)}") from exc
+    except SSL.Error as exc:  # OpenSSL's reasons (no paths)
+        raise ConfigurationError(f"invalid TLS configuration ({option}): {_describe_ssl_error(exc)}") from exc
     except OSError as exc:
-        raise ConfigurationError(f"invalid TLS configuration: {exc}") from exc
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigurationError(f"invalid TLS configuration: {option}: cannot read the file ({reason})") from None
+    except ValueError as exc:  # cryptography: a CRL that is neither PEM nor DER
+        raise ConfigurationError(f"invalid TLS configuration ({option}): {exc}") from None
     if settings.check_ocsp:
         context.set_ocsp_client_callback(_ocsp_callback)
     return TlsContext(settings, context, trusted)
