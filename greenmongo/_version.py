@@ -21,5 +21,5 @@ version_tuple = _version_tuple(__version__)
 #: The PyMongo release whose synchronous public API (and ``bson``/``gridfs``) greenmongo follows.
 #: Under ``install_as_pymongo()`` the ``pymongo`` module reports it as ``version``/``version_tuple``,
 #: so that libraries gating features on PyMongo's version take the paths greenmongo supports.
-PYMONGO_API_VERSION = "4.20.0"
-PYMONGO_API_VERSION_TUPLE = (4, 20, 0)
+PYMONGO_API_VERSION = "4.20.1"
+PYMONGO_API_VERSION_TUPLE = (4, 20, 1)

@@ -10,6 +10,11 @@ unknown options an error unless ``warn=True``.
 
 Deliberately like the Connection String spec rather than PyMongo: a ``+`` in the user name, password
 or an option value is a plus, not a space (PyMongo decodes with ``unquote_plus``).
+
+As PyMongo 4.20.1 (``from_uri``), errors and warnings about a connection string's options quote no
+unknown key and no value, because a mistyped connection string can carry credentials; options from a DNS
+TXT record are named. The structural messages (hosts, ports, the database name) come from
+``greenmongo.options.uri``, which quotes none of the string's text.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from greenmongo.common import (
     INTERNAL_URI_OPTION_NAME_MAP,
     SRV_SERVICE_NAME,
     URI_OPTIONS_DEPRECATION_MAP,
+    URI_OPTIONS_VALIDATOR_MAP,
     _CaseInsensitiveDictionary,
     get_validated_options,
 )
@@ -108,15 +114,20 @@ def split_hosts(hosts: str, default_port: Optional[int] = DEFAULT_PORT) -> list[
 
 # -- options -------------------------------------------------------------------------------------------
 
-def _collect(pairs: Any) -> _CaseInsensitiveDictionary:
-    """Decoded ``(key, value)`` pairs -> options; readPreferenceTags accumulates, a repeat warns."""
+def _collect(pairs: Any, from_uri: bool) -> _CaseInsensitiveDictionary:
+    """Decoded ``(key, value)`` pairs -> options; readPreferenceTags accumulates, a repeat warns (naming
+    the key if it is a known option or not a connection string's: an unknown one may be credential text)."""
     options = _CaseInsensitiveDictionary()
     for key, value in pairs:
         if key.lower() == "readpreferencetags":
             options.setdefault(key, []).append(value)
             continue
         if key in options:
-            warnings.warn(f"Duplicate URI option '{key}'.", stacklevel=3)
+            known = key.lower() in URI_OPTIONS_VALIDATOR_MAP or key.lower() in _GREENMONGO_VALIDATORS
+            if known or not from_uri:
+                warnings.warn(f"Duplicate URI option '{key.lower()}'.", stacklevel=3)
+            else:
+                warnings.warn("Duplicate URI option.", stacklevel=3)
         options[key] = value
     return options
 
@@ -169,26 +180,29 @@ def _deprecations(options: _CaseInsensitiveDictionary) -> None:
             warnings.warn(f"Option '{key}' is deprecated. {message}.", DeprecationWarning, stacklevel=4)
 
 
-def _options_from_pairs(pairs: Any, validate: bool, warn: bool, normalize: bool) -> _CaseInsensitiveDictionary:
-    options = _collect(pairs)
+def _options_from_pairs(pairs: Any, validate: bool, warn: bool, normalize: bool,
+                        from_uri: bool) -> _CaseInsensitiveDictionary:
+    options = _collect(pairs, from_uri)
     _check_security(options)
     _deprecations(options)
     if normalize:
         _normalize(options)
     if validate:
-        options = validate_options(options, warn)
+        options = validate_options(options, warn, from_uri=from_uri)
         if options.get("authSource") == "":
             raise InvalidURI("the authSource database cannot be an empty string")
     return options
 
 
-def validate_options(opts: Mapping[str, Any], warn: bool = False) -> _CaseInsensitiveDictionary:
+def validate_options(opts: Mapping[str, Any], warn: bool = False,
+                     from_uri: bool = False) -> _CaseInsensitiveDictionary:
     """Validate connection string options (text values) with PyMongo's validators; a new mapping.
 
-    An unknown option or a bad value raises, or with ``warn=True`` warns and is left out.
+    An unknown option or a bad value raises, or with ``warn=True`` warns and is left out. ``from_uri``:
+    the options are a connection string's, so no message quotes an unknown key or a value.
     """
     known = {key: value for key, value in opts.items() if key.lower() not in _GREENMONGO_VALIDATORS}
-    validated = _CaseInsensitiveDictionary(get_validated_options(known, warn))
+    validated = _CaseInsensitiveDictionary(get_validated_options(known, warn, from_uri=from_uri))
     for key, value in opts.items():
         check = _GREENMONGO_VALIDATORS.get(key.lower())
         if check is not None:
@@ -196,14 +210,15 @@ def validate_options(opts: Mapping[str, Any], warn: bool = False) -> _CaseInsens
     return validated
 
 
-def split_options(opts: str, validate: bool = True, warn: bool = False,
-                  normalize: bool = True) -> MutableMapping[str, Any]:
+def split_options(opts: str, validate: bool = True, warn: bool = False, normalize: bool = True,
+                  from_uri: bool = True) -> MutableMapping[str, Any]:
     """The options part of a connection string (``a=1&b=2`` or ``a=1;b=2``) -> a case-insensitive
     mapping; ``validate`` runs PyMongo's validators (``warn``: warn and drop bad ones instead of
-    raising), ``normalize`` renames aliases (``ssl`` -> ``tls``)."""
+    raising), ``normalize`` renames aliases (``ssl`` -> ``tls``). ``from_uri`` (the default): the text
+    is a connection string's, so no message quotes an unknown key or a value; False for a TXT record's."""
     if "=" not in opts:
         raise InvalidURI("MongoDB URI options are key=value pairs")
-    return _options_from_pairs(_uri._split_options(opts), validate, warn, normalize)
+    return _options_from_pairs(_uri._split_options(opts), validate, warn, normalize, from_uri)
 
 
 def _case_sensitive(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -254,7 +269,7 @@ def parse_uri(
         if not username:
             raise InvalidURI("The empty string is not valid username")
         password = password or ""
-    options = _options_from_pairs(parts.option_pairs, validate, warn, normalize)
+    options = _options_from_pairs(parts.option_pairs, validate, warn, normalize, from_uri=True)
     if "srvAllowedHostsSuffix" in options:
         if not parts.srv:
             raise ConfigurationError("The srvAllowedHostsSuffix option is only allowed with 'mongodb+srv://' URIs")
@@ -296,7 +311,7 @@ def _resolve_srv(fqdn: str, options: _CaseInsensitiveDictionary, validate: bool,
 
     timeout = connect_timeout or _uri.srv_timeout({}, options.get("connectTimeoutMS") if validate else None)
     seedlist = discover(fqdn, service_name, default_resolver(), timeout)
-    txt = _options_from_pairs(seedlist.txt_options, validate, warn, normalize)
+    txt = _options_from_pairs(seedlist.txt_options, validate, warn, normalize, from_uri=False)  # named: DNS text
     if any(key.lower() not in TXT_ALLOWED for key in txt):
         raise ConfigurationError("Only authSource, replicaSet, and loadBalanced are supported from DNS")
     for key, value in txt.items():
@@ -333,5 +348,5 @@ def _register_greenmongo_options() -> None:
 _register_greenmongo_options()
 
 __all__ = ["DEFAULT_PORT", "SCHEME", "SCHEME_LEN", "SRV_SCHEME", "SRV_SCHEME_LEN", "SRV_SERVICE_NAME",
-           "URI_OPTIONS", "parse_host", "parse_ipv6_literal_host", "parse_uri", "parse_userinfo", "split_hosts",
-           "split_options", "validate_options"]
+           "URI_OPTIONS", "URI_OPTIONS_VALIDATOR_MAP", "parse_host", "parse_ipv6_literal_host", "parse_uri",
+           "parse_userinfo", "split_hosts", "split_options", "validate_options"]

@@ -33,7 +33,7 @@ def test_pymongo_bson_gridfs_and_submodules_are_greenmongo_modules() -> None:
         assert pymongo.errors is greenmongo.errors and OperationFailure is greenmongo.errors.OperationFailure
         assert bson is greenmongo.bson and bson.objectid.ObjectId is greenmongo.bson.ObjectId
         assert gridfs is greenmongo.gridfs and gridfs.errors is greenmongo.gridfs.errors
-        assert pymongo.version == pymongo.__version__ == "4.20.0" and pymongo.version_tuple[:2] == (4, 20)
+        assert pymongo.version == pymongo.__version__ == "4.20.1" and pymongo.version_tuple[:2] == (4, 20)
         assert greenmongo.version == greenmongo.__version__ != pymongo.version
         for name in ("pymongo.bson", "pymongo.gridfs", "pymongo.no_such_module"):
             try:

@@ -3,11 +3,18 @@ use, raises TypeError for a wrong type and ValueError for a wrong value (Configu
 option). ``greenmongo.common`` (PyMongo's ``pymongo.common``) re-exports them: ODMs call them on their own
 arguments, and ``greenmongo.uri_parser`` validates connection string options with the tables below so its
 result holds what PyMongo's holds. MongoClient itself validates through ``greenmongo.options.validators``.
+
+``from_uri=True`` (PyMongo 4.20.1) says the value came from a connection string: the message then quotes
+neither the value nor an unknown key, because a mistyped connection string can carry credentials (an
+unescaped ``/`` or ``?`` in a password, ``?`` typed for ``&``). ``get_validated_options(from_uri=True)``
+passes it to every validator that takes it.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
+import inspect
 import warnings
 from collections import abc
 from difflib import get_close_matches
@@ -26,6 +33,7 @@ from greenmongo.options import validators as _options
 from greenmongo.options.mapping import REDACTED
 from greenmongo.options.read_preferences import MONGOS_MODES, ServerMode
 from greenmongo.options.server_api import ServerApi
+from greenmongo.options.validators import SENSITIVE_URI_OPTIONS
 
 #: The connection string's uuidRepresentation names and their values (MongoEngine reverses this map).
 _UUID_REPRESENTATIONS = {
@@ -37,9 +45,10 @@ _UUID_REPRESENTATIONS = {
 }
 
 
-def raise_config_error(key: str, suggestions: Optional[list[str]] = None) -> NoReturn:
-    """ConfigurationError for an unknown option ``key``, naming close matches when there are any."""
-    message = f"Unknown option: {key}."
+def raise_config_error(key: str, suggestions: Optional[list[str]] = None, from_uri: bool = False) -> NoReturn:
+    """ConfigurationError for an unknown option ``key``, naming close matches when there are any; ``key``
+    itself only when it is not a connection string's (``from_uri``)."""
+    message = "Unknown option." if from_uri else f"Unknown option: {key}."
     if suggestions:
         message += (f" Did you mean one of ({', '.join(suggestions)}) or maybe a camelCase version of one? "
                     "Refer to docstring.")
@@ -116,13 +125,19 @@ def validate_string_or_none(option: str, value: Any) -> Optional[str]:
     return None if value is None else validate_string(option, value)
 
 
-def validate_readable(option: str, value: Any) -> Optional[str]:
-    """A path to a file that can be opened for reading (TLS files), or None."""
+def validate_readable(option: str, value: Any, from_uri: bool = False) -> Optional[str]:
+    """A path to a file that can be opened for reading (TLS files), or None. With ``from_uri`` the
+    OSError keeps its class and errno but not the path (and is not chained to the one that has it)."""
     if value is None:
         return None
     path = validate_string(option, value)
-    with open(path):
-        pass
+    try:
+        with open(path):
+            pass
+    except OSError as exc:
+        if not from_uri:
+            raise
+        raise type(exc)(exc.errno, f"The {option} file cannot be read: {exc.strerror}") from None
     return path
 
 
@@ -204,9 +219,10 @@ def validate_read_preference(dummy: Any, value: Any) -> ServerMode:
 
 
 def validate_read_preference_mode(dummy: Any, value: Any) -> str:
-    """A read preference mode name as the connection string spells it; returned unchanged."""
+    """A read preference mode name as the connection string spells it; returned unchanged. The message
+    does not quote the value (PyMongo 4.20.1: it is usually a connection string's)."""
     if value not in MONGOS_MODES:
-        raise ValueError(f"{value} is not a valid read preference")
+        raise ValueError(f"Not a valid read preference. Must be one of: {', '.join(MONGOS_MODES)}")
     mode: str = value
     return mode
 
@@ -218,16 +234,16 @@ def validate_auth_mechanism(option: str, value: Any) -> str:
     return mechanism
 
 
-def validate_uuid_representation(dummy: Any, value: Any) -> int:
+def validate_uuid_representation(dummy: Any, value: Any, from_uri: bool = False) -> int:
     """A uuidRepresentation name ("standard", "pythonLegacy", ...) -> its UuidRepresentation value."""
     try:
         return _UUID_REPRESENTATIONS[value]
     except (KeyError, TypeError):
-        raise ValueError(f"{value} is an invalid UUID representation. Must be one of "
-                         f"{tuple(_UUID_REPRESENTATIONS)}") from None
+        shown = "Invalid UUID representation" if from_uri else f"{value} is an invalid UUID representation"
+        raise ValueError(f"{shown}. Must be one of {tuple(_UUID_REPRESENTATIONS)}") from None
 
 
-def validate_read_preference_tags(name: str, value: Any) -> list[dict[str, str]]:
+def validate_read_preference_tags(name: str, value: Any, from_uri: bool = False) -> list[dict[str, str]]:
     """readPreferenceTags text (or a list of them): ``"dc:ny,rack:1"`` -> ``{"dc": "ny", "rack": "1"}``;
     an empty string is the empty tag set."""
     texts = value if isinstance(value, list) else [value]
@@ -242,6 +258,8 @@ def validate_read_preference_tags(name: str, value: Any) -> list[dict[str, str]]
                 key, tag_value = pair.split(":")
                 tag_set[unquote_plus(key)] = unquote_plus(tag_value)
         except Exception:
+            if from_uri:
+                raise ValueError(f"Invalid read preference tags value for {name}") from None
             raise ValueError(f"{text!r} not a valid value for {name}") from None
         tag_sets.append(tag_set)
     return tag_sets
@@ -250,6 +268,9 @@ def validate_read_preference_tags(name: str, value: Any) -> list[dict[str, str]]
 #: The authMechanismProperties a connection string may set (callbacks and host lists are Python-only).
 _MECHANISM_PROPS = frozenset({"SERVICE_NAME", "SERVICE_HOST", "CANONICALIZE_HOST_NAME", "SERVICE_REALM",
                               "AWS_SESSION_TOKEN", "ENVIRONMENT", "TOKEN_RESOURCE"})
+#: The URI Options spec's sensitive options (lower-cased): their values never appear in a repr of a
+#: client's configuration (``MongoClient``'s and ``ClientOptions``' reprs redact them).
+SENSITIVE_OPTIONS_FOR_REPR = SENSITIVE_URI_OPTIONS
 #: Properties whose values may appear in a repr; every other one is redacted.
 _SAFE_AUTH_MECHANISM_PROPS_FOR_REPR = frozenset({"ALLOWED_HOSTS", "CANONICALIZE_HOST_NAME", "ENVIRONMENT",
                                                  "SERVICE_HOST", "SERVICE_NAME", "SERVICE_REALM", "TOKEN_RESOURCE"})
@@ -263,18 +284,27 @@ def redact_auth_mechanism_properties_for_repr(value: Any) -> Any:
             for key, item in value.items()}
 
 
-def _canonicalize_host_name(value: Any) -> Any:
+#: Set on the ValueError for a bad CANONICALIZE_HOST_NAME: ``get_validated_options`` raises it even with
+#: ``warn=True`` (guessing would authenticate against another host).
+_MUST_RAISE = "_greenmongo_must_raise"
+
+
+def _canonicalize_host_name(value: Any, from_uri: bool = False) -> Any:
     if value in ("true", "false", True, False):
         return value in ("true", True)
     if value not in ("none", "forward", "forwardAndReverse"):
-        raise ValueError(f"CANONICALIZE_HOST_NAME {value!r} not in valid options: "
-                         "[False, True, 'none', 'forward', 'forwardAndReverse']")
+        shown = "" if from_uri else f" {value!r}"
+        error = ValueError(f"CANONICALIZE_HOST_NAME{shown} not in valid options: "
+                           "[False, True, 'none', 'forward', 'forwardAndReverse']")
+        setattr(error, _MUST_RAISE, True)
+        raise error
     return value
 
 
-def validate_auth_mechanism_properties(option: str, value: Any) -> dict[str, Any]:
+def validate_auth_mechanism_properties(option: str, value: Any, from_uri: bool = False) -> dict[str, Any]:
     """``"KEY:value,KEY:value"`` text (known keys only) or a dict (str/bool values, ALLOWED_HOSTS list,
-    OIDC callbacks) -> a dict."""
+    OIDC callbacks) -> a dict. With ``from_uri`` no message quotes an unknown key or a value (PyMongo
+    4.20.1 still names the unknown key; greenmongo never quotes connection string text)."""
     properties: dict[str, Any] = {}
     if not isinstance(value, str):
         if not isinstance(value, dict):
@@ -302,9 +332,12 @@ def validate_auth_mechanism_properties(option: str, value: Any) -> dict[str, Any
         if key not in _MECHANISM_PROPS:
             if "AWS_SESSION_TOKEN" in key:  # never echo what may be a token
                 raise ValueError("auth mechanism properties must be key:value pairs like AWS_SESSION_TOKEN:<token>")
+            if from_uri:
+                raise ValueError("An unsupported auth mechanism property was given (not named: it may be "
+                                 f"credential text). Must be one of {tuple(sorted(_MECHANISM_PROPS))}")
             raise ValueError(f"{key} is not a supported auth mechanism property. Must be one of "
                              f"{tuple(sorted(_MECHANISM_PROPS))}")
-        properties[key] = _canonicalize_host_name(item) if key == "CANONICALIZE_HOST_NAME" else item
+        properties[key] = _canonicalize_host_name(item, from_uri) if key == "CANONICALIZE_HOST_NAME" else item
     return properties
 
 
@@ -377,8 +410,9 @@ def validate_ok_for_update(update: Any) -> None:
 
 
 def validate_unicode_decode_error_handler(dummy: Any, value: str) -> str:
+    """The message does not quote the value (PyMongo 4.20.1: it is usually a connection string's)."""
     if value not in _UNICODE_DECODE_ERROR_HANDLERS:
-        raise ValueError(f"{value} is an invalid Unicode decode error handler. Must be one of "
+        raise ValueError(f"Invalid Unicode decode error handler. Must be one of "
                          f"{tuple(sorted(_UNICODE_DECODE_ERROR_HANDLERS))}")
     return value
 
@@ -399,26 +433,33 @@ def validate_auto_encryption_opts_or_none(option: Any, value: Any) -> None:
     raise ConfigurationError(f"{option}: client-side field level encryption is not implemented in greenmongo")
 
 
-def validate_datetime_conversion(option: Any, value: Any) -> Optional[DatetimeConversion]:
-    """A DatetimeConversion, its name, or its number (as int or text); None means DATETIME."""
+def validate_datetime_conversion(option: Any, value: Any, from_uri: bool = False) -> Optional[DatetimeConversion]:
+    """A DatetimeConversion, its name, or its number (as int or text); None means DATETIME. An unknown name
+    raises KeyError (as PyMongo: ``get_validated_options`` does not turn it into a warning)."""
     if value is None:
         return DatetimeConversion.DATETIME
     if isinstance(value, str):
-        return DatetimeConversion(int(value)) if value.isdigit() else DatetimeConversion[value]
+        try:
+            return DatetimeConversion(int(value)) if value.isdigit() else DatetimeConversion[value]
+        except (KeyError, ValueError) as exc:
+            if not from_uri:
+                raise
+            raise type(exc)(f"Invalid {option} value") from None
     if isinstance(value, int):
         return DatetimeConversion(value)
     raise TypeError(f"{option} must be a str or int representing DatetimeConversion, not {type(value)}")
 
 
-def validate_server_monitoring_mode(option: str, value: str) -> str:
+def validate_server_monitoring_mode(option: str, value: str, from_uri: bool = False) -> str:
     if value not in _options.SERVER_MONITORING_MODES:
-        raise ValueError(f'{option}={value!r} is invalid. Must be one of "auto", "stream", or "poll"')
+        shown = option if from_uri else f"{option}={value!r}"
+        raise ValueError(f'{shown} is invalid. Must be one of "auto", "stream", or "poll"')
     return value
 
 
-def validate_compressors(dummy: Any, value: Any) -> list[str]:
+def validate_compressors(dummy: Any, value: Any, from_uri: bool = False) -> list[str]:
     """Compressor names (comma separated text or an iterable); unknown or unavailable ones are dropped
-    with a warning."""
+    with a warning (naming an unknown one unless it came from a connection string)."""
     from greenmongo.wire.compression import KNOWN_COMPRESSORS, available_compressors
 
     names = value.split(",") if isinstance(value, str) else list(value)
@@ -426,7 +467,7 @@ def validate_compressors(dummy: Any, value: Any) -> list[str]:
     kept = []
     for name in names:
         if name not in KNOWN_COMPRESSORS:
-            warnings.warn(f"Unsupported compressor: {name}", stacklevel=2)
+            warnings.warn("Unsupported compressor" if from_uri else f"Unsupported compressor: {name}", stacklevel=2)
         elif name not in usable:
             warnings.warn(f"Wire protocol compression with {name} is not available: its module is not installed",
                           stacklevel=2)
@@ -435,13 +476,13 @@ def validate_compressors(dummy: Any, value: Any) -> list[str]:
     return kept
 
 
-def validate_zlib_compression_level(option: str, value: Any) -> int:
+def validate_zlib_compression_level(option: str, value: Any, from_uri: bool = False) -> int:
     try:
         level = int(value)
     except Exception:
-        raise TypeError(f"{option} must be an integer, not {value!r}") from None
+        raise TypeError(f"{option} must be an integer" + ("" if from_uri else f", not {value!r}")) from None
     if not -1 <= level <= 9:
-        raise ValueError(f"{option} must be between -1 and 9, not {level}.")
+        raise ValueError(f"{option} must be between -1 and 9" + ("." if from_uri else f", not {level}."))
     return level
 
 
@@ -560,12 +601,20 @@ WRITE_CONCERN_OPTIONS = frozenset({"w", "wtimeout", "wtimeoutms", "fsync", "j", 
 
 
 def _get_validator(key: str, validators: Mapping[str, Callable[[Any, Any], Any]],
-                   normed_key: Optional[str] = None) -> Callable[[Any, Any], Any]:
+                   normed_key: Optional[str] = None, from_uri: bool = False) -> Callable[[Any, Any], Any]:
     normed_key = normed_key or key
     try:
         return validators[normed_key]
     except KeyError:
-        raise_config_error(key, get_close_matches(normed_key, validators, cutoff=0.2))
+        raise_config_error(key, get_close_matches(normed_key, validators, cutoff=0.2), from_uri=from_uri)
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_from_uri(validator: Callable[..., Any]) -> bool:
+    try:
+        return "from_uri" in inspect.signature(validator).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def validate(option: str, value: Any) -> tuple[str, Any]:
@@ -573,18 +622,23 @@ def validate(option: str, value: Any) -> tuple[str, Any]:
     return option, _get_validator(option, VALIDATORS, normed_key=option.lower())(option, value)
 
 
-def get_validated_options(options: Mapping[str, Any], warn: bool = True) -> MutableMapping[str, Any]:
+def get_validated_options(options: Mapping[str, Any], warn: bool = True,
+                          from_uri: bool = False) -> MutableMapping[str, Any]:
     """A copy of ``options`` with every value validated. An unknown option or an invalid value raises
     (ConfigurationError, ValueError or TypeError), or with ``warn=True`` warns and is left out.
-    Keys keep the caller's spelling; lookup is case-insensitive."""
+    Keys keep the caller's spelling; lookup is case-insensitive. ``from_uri``: the options are a
+    connection string's, so no message or warning quotes an unknown key or a value."""
     validated: dict[str, Any] = {}
     for key, value in options.items():
         try:
-            validated_value = _get_validator(key, URI_OPTIONS_VALIDATOR_MAP, normed_key=key.lower())(key, value)
+            validator = _get_validator(key, URI_OPTIONS_VALIDATOR_MAP, normed_key=key.lower(), from_uri=from_uri)
+            if from_uri and _takes_from_uri(validator):
+                validated_value = validator(key, value, from_uri=True)  # type: ignore[call-arg]
+            else:
+                validated_value = validator(key, value)
         except (ValueError, TypeError, ConfigurationError) as exc:
             # An invalid CANONICALIZE_HOST_NAME always raises: guessing would authenticate elsewhere.
-            if (key.lower() == "authmechanismproperties" and "CANONICALIZE_HOST_NAME" in str(exc)
-                    and "is not a supported auth mechanism property" not in str(exc)):
+            if getattr(exc, _MUST_RAISE, False):
                 raise
             if not warn:
                 raise
