@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import traceback
+
 import pytest
 from OpenSSL import SSL
 
@@ -70,6 +72,27 @@ def test_missing_and_bad_files(material) -> None:
     garbage.write_text("not a certificate")
     with pytest.raises(ConfigurationError):
         build_context(TlsSettings(certificate_key_file=str(garbage)))
+
+
+def test_file_errors_name_the_option_never_the_path(material) -> None:
+    """A path may come from a mistyped connection string (``tlsCAFile=/ca.pem?tlsCertificateKeyFilePassword=..``,
+    a '?' typed for '&'): messages and their chained causes name the option instead."""
+    missing = str(material["dir"] / "ca.pem?tlsCertificateKeyFilePassword=s3cr3t")
+    garbage = material["dir"] / "s3cr3t.crl"
+    garbage.write_text("not a CRL")
+    cases = [
+        (TlsSettings(ca_file=missing), "tlsCAFile"),
+        (TlsSettings(certificate_key_file=missing), "tlsCertificateKeyFile"),
+        (TlsSettings(ca_file=material["ca"], crl_file=missing), "tlsCRLFile"),
+        (TlsSettings(ca_file=material["ca"], crl_file=str(garbage)), "tlsCRLFile"),
+        (TlsSettings(certificate_key_file=material["locked"], certificate_key_file_password="n0pe"),
+         "tlsCertificateKeyFile"),
+    ]
+    for settings, option in cases:
+        with pytest.raises(ConfigurationError, match=option) as raised:
+            build_context(settings)
+        text = "".join(traceback.format_exception(raised.value))
+        assert "s3cr3t" not in text and str(material["dir"]) not in text, text
 
 
 def test_contexts_are_cached(material) -> None:

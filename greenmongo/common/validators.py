@@ -603,10 +603,10 @@ WRITE_CONCERN_OPTIONS = frozenset({"w", "wtimeout", "wtimeoutms", "fsync", "j", 
 def _get_validator(key: str, validators: Mapping[str, Callable[[Any, Any], Any]],
                    normed_key: Optional[str] = None, from_uri: bool = False) -> Callable[[Any, Any], Any]:
     normed_key = normed_key or key
-    try:
-        return validators[normed_key]
-    except KeyError:
+    validator = validators.get(normed_key)
+    if validator is None:  # raised outside an ``except KeyError``: no chained KeyError quoting the key
         raise_config_error(key, get_close_matches(normed_key, validators, cutoff=0.2), from_uri=from_uri)
+    return validator
 
 
 @functools.lru_cache(maxsize=None)
