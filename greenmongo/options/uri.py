@@ -157,9 +157,8 @@ def _split_options(text: str) -> list[tuple[str, str]]:
     if "&" in text and ";" in text:
         raise InvalidURI("Connection string options may be separated by '&' or ';', not both")
     pairs = []
-    for position, item in enumerate(text.split("&" if "&" in text or ";" not in text else ";"), 1):
-        if not item:
-            continue
+    items = [item for item in text.split("&" if "&" in text or ";" not in text else ";") if item]
+    for position, item in enumerate(items, 1):  # numbered as parse_options numbers them
         key, equals, value = item.partition("=")
         if not equals or not key:  # not quoted: it may be a misplaced password
             raise InvalidURI(f"Connection string option number {position} is malformed: expected key=value")
