@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Container, Iterable, Iterator
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -75,3 +75,36 @@ def incompatibilities(theirs: inspect.Signature, mine: inspect.Signature) -> lis
                 and param.name not in t_names | matched and param.name not in ("self", "cls"):
             problems.append(f"extra required parameter {param.name!r}")
     return problems
+
+
+#: Members compared besides the public ones: construction and the call/index protocols.
+_DUNDERS = ("__init__", "__new__", "__call__", "__getitem__")
+
+
+def class_methods(name: str, theirs: type, mine: Any) -> Iterator[tuple[str, Any, Any]]:
+    """``(Class.method, theirs, mine)`` for each public (or constructing) function a class defines."""
+    for attr in sorted(vars(theirs)):
+        if attr.startswith("_") and attr not in _DUNDERS:
+            continue
+        static = inspect.getattr_static(theirs, attr)
+        if isinstance(static, (staticmethod, classmethod)) or inspect.isfunction(static):
+            yield f"{name}.{attr}", getattr(theirs, attr), getattr(mine, attr, None)
+
+
+def signature_problems(callables: Iterable[tuple[str, Any, Any]],
+                       allowed: Container[str]) -> tuple[dict[str, list[str]], int]:
+    """The callables whose signatures cannot bind PyMongo's calls (missing ones too), and how many were compared."""
+    problems: dict[str, list[str]] = {}
+    compared = 0
+    for qualname, theirs, mine in callables:
+        if mine is None:
+            problems[qualname] = ["missing"]
+            continue
+        t_sig, m_sig = signature(theirs), signature(mine)
+        if t_sig is None or m_sig is None or generic(t_sig):
+            continue  # (*args, **kwargs) says nothing: PyMongo's __init__, compared on its own, does
+        compared += 1
+        found = incompatibilities(t_sig, m_sig)
+        if found and qualname not in allowed:
+            problems[qualname] = found
+    return problems, compared

@@ -44,7 +44,7 @@ from greenmongo.bson.raw_bson import DEFAULT_RAW_BSON_OPTIONS, RawBSONDocument
 from greenmongo.bson.son import SON
 from greenmongo.bson.tz_util import FixedOffset, utc
 from greenmongo.errors import InvalidDocument, PyMongoError
-from tests.api_compare import generic, incompatibilities, signature
+from tests.api_compare import class_methods, incompatibilities, signature, signature_problems
 
 pytestmark = pytest.mark.one_pass
 
@@ -258,30 +258,14 @@ def _callables(pm: ModuleType) -> Iterator[tuple[str, Any, Any]]:
             qualname = f"{short}.{name}" if short and short not in ("son",) and not inspect.isclass(obj) else name
             if inspect.isclass(obj):
                 yield name, obj, mine
-                for attr in sorted(vars(obj)):
-                    if attr.startswith("_") and attr not in ("__init__", "__new__", "__call__", "__getitem__"):
-                        continue
-                    static = inspect.getattr_static(obj, attr)
-                    if isinstance(static, (staticmethod, classmethod)) or inspect.isfunction(static):
-                        yield f"{name}.{attr}", getattr(obj, attr), getattr(mine, attr, None)
+                yield from class_methods(name, obj, mine)
             elif callable(obj):
                 yield qualname, obj, mine
 
 
 def test_signatures_accept_pymongo_calls(pm: ModuleType) -> None:
     """Every public callable binds PyMongo's positional and keyword calls the same way."""
-    problems, compared = {}, 0
-    for qualname, theirs, mine in _callables(pm):
-        if mine is None:
-            problems[qualname] = ["missing"]
-            continue
-        t_sig, m_sig = signature(theirs), signature(mine)
-        if t_sig is None or m_sig is None or generic(t_sig):
-            continue  # (*args, **kwargs) says nothing: PyMongo's __init__, compared on its own, does
-        compared += 1
-        found = incompatibilities(t_sig, m_sig)
-        if found and qualname not in SIGNATURE_DIFFERENCES:
-            problems[qualname] = found
+    problems, compared = signature_problems(_callables(pm), SIGNATURE_DIFFERENCES)
     assert compared > 90  # 104 callables in 4.20
     assert problems == {}
 

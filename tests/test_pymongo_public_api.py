@@ -34,7 +34,7 @@ import greenmongo
 from greenmongo import common as gcommon
 from greenmongo import uri_parser as guri
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidURI
-from tests.api_compare import generic, incompatibilities, signature
+from tests.api_compare import class_methods, generic, incompatibilities, signature, signature_problems
 
 #: What greenmongo does not have or does differently on purpose, and why. Each key is used by a test
 #: below that shows the difference (or fails when it disappears).
@@ -369,30 +369,14 @@ def _callables(pm: ModuleType) -> Iterator[tuple[str, Any, Any]]:
             if inspect.isclass(obj):
                 if f"{label}.{name}" in MEMBERS_NOT_COMPARED:
                     continue
-                for attr in sorted(vars(obj)):
-                    if attr.startswith("_") and attr not in ("__init__", "__new__", "__call__", "__getitem__"):
-                        continue
-                    static = inspect.getattr_static(obj, attr)
-                    if isinstance(static, (staticmethod, classmethod)) or inspect.isfunction(static):
-                        yield f"{name}.{attr}", getattr(obj, attr), getattr(mine, attr, None)
+                yield from class_methods(name, obj, mine)
             elif callable(obj):
                 yield f"{label.partition('.')[2] or 'pymongo'}.{name}", obj, mine
 
 
 def test_signatures_accept_pymongo_calls(pm: ModuleType) -> None:
     """Every public callable binds PyMongo's positional and keyword calls the same way."""
-    problems, compared = {}, 0
-    for qualname, theirs, mine in _callables(pm):
-        if mine is None:
-            problems[qualname] = ["missing"]
-            continue
-        t_sig, m_sig = signature(theirs), signature(mine)
-        if t_sig is None or m_sig is None or generic(t_sig):
-            continue
-        compared += 1
-        found = incompatibilities(t_sig, m_sig)
-        if found and qualname not in SIGNATURE_DIFFERENCES and qualname not in _INTERNAL_CONSTRUCTORS:
-            problems[qualname] = found
+    problems, compared = signature_problems(_callables(pm), SIGNATURE_DIFFERENCES.keys() | _INTERNAL_CONSTRUCTORS)
     assert compared > 250  # 276 callables in 4.20
     assert problems == {}
 
