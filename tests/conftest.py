@@ -57,3 +57,15 @@ def client(server_uri, recorder):
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def internal(server_uri):
+    """A plain MongoClient (no timeoutMS, no listeners) for setting fail points and preparing data."""
+    from greenmongo import MongoClient
+
+    client = MongoClient(server_uri)
+    try:
+        yield client
+    finally:
+        client.close()

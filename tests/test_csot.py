@@ -236,16 +236,6 @@ class Probe:
 
 
 @pytest.fixture
-def internal(server_uri: str) -> Iterator[MongoClient]:
-    """The client without a timeoutMS that sets fail points and prepares data."""
-    client = MongoClient(server_uri)
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@pytest.fixture
 def db(internal: MongoClient) -> Iterator[Any]:
     with scratch_database(internal, "csot_") as database:
         database.create_collection("coll")

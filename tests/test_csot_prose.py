@@ -70,15 +70,6 @@ def started(recorder: Recorder, name: str) -> list:
 
 
 @pytest.fixture
-def internal(server_uri: str) -> Iterator[MongoClient]:
-    client = MongoClient(server_uri)
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@pytest.fixture
 def clients() -> Iterator[list]:
     """Clients a test makes: closed at its end, whatever happens."""
     made: list = []
