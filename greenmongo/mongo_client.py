@@ -23,6 +23,7 @@ from greenmongo.driver_info import DriverInfo
 from greenmongo.engine.core import ClientCore
 from greenmongo.engine.deadline import resolve
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
+from greenmongo.logs.messages import apply_log_settings, parse_log_settings
 from greenmongo.operations.client_bulk import ClientBulkWrite
 from greenmongo.operations.databases import DropDatabaseOperation, ListDatabasesOperation
 from greenmongo.client_options import ClientOptions
@@ -61,6 +62,9 @@ class MongoClient(Watchable):
         if type_registry is not None:
             kwargs["type_registry"] = type_registry
         self._options = ClientOptions(host, port, **kwargs)
+        # The Logging spec's environment variables, read at each client's construction; a logger the
+        # application configured itself keeps its level (programmatic configuration wins).
+        apply_log_settings(parse_log_settings())
         self._core = ClientCore(self._options)
         #: timeoutMS in seconds (None: not set), the default of every database and collection.
         self._timeout = self._options.timeout

@@ -5,6 +5,10 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import os
+import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -199,3 +203,25 @@ def test_logger_names():
     assert lf.LOGGER_NAMES == {"command": "greenmongo.command", "topology": "greenmongo.topology",
                                "serverSelection": "greenmongo.serverSelection",
                                "connection": "greenmongo.connection"}
+
+
+@pytest.mark.one_pass  # the client runs in a subprocess of its own
+def test_a_client_applies_the_environment_at_construction(server_uri, tmp_path):
+    """MONGODB_LOG_COMMAND and MONGODB_LOG_PATH take effect with no code but constructing a client (a fresh
+    interpreter, so this process's loggers stay as they are)."""
+    path = tmp_path / "commands.log"
+    script = (
+        "from greenmongo import MongoClient\n"
+        f"client = MongoClient({server_uri!r}, serverSelectionTimeoutMS=10000)\n"
+        "client.admin.command('ping')\n"
+        "client.close()\n"
+    )
+    env = dict(os.environ, MONGODB_LOG_COMMAND="debug", MONGODB_LOG_PATH=str(path))
+    env.pop("MONGODB_LOG_ALL", None)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=str(pathlib.Path(__file__).resolve().parent.parent))
+    assert proc.returncode == 0, proc.stderr
+    text = path.read_text()
+    assert 'Command "ping" started on database "admin"' in text
+    assert 'Command "ping" succeeded' in text
+    assert "greenmongo.topology" not in text  # only the component asked for
