@@ -136,6 +136,9 @@ ENVIRONMENT_ENTRIES = [
     Allowed("spec/*", _RUN_ON, ENVIRONMENT,
             "MONGODB_URI points at your own deployment: which requirements it meets depends on it",
             when=(own_server,)),
+    Allowed("tests/test_step_down.py::*", r"^Connections Survive Step Down: the tests need a replica set", ENVIRONMENT,
+            "MONGODB_URI points at a deployment that is not a replica set of 4.2+ (SecantusDB always is one)",
+            when=(own_server,)),
     Allowed("spec/test_unified_*", ".", ENVIRONMENT,
             "GREENMONGO_UNIFIED_DRIVER=pymongo runs the unified suites with the PyMongo peer, whose own "
             "limits skip; the ledger judges greenmongo's runs", when=(_peer_driver,)),
@@ -162,6 +165,11 @@ REQUIREMENT_ENTRIES = [
     unified_format("valid_pass", r"^skipReason: DRIVERS-2280: ", REQUIREMENT,
                    "the spec test itself is marked skipped until DRIVERS-2280 (on-demand KMS credentials)",
                    files="kmsProviders-unconfigured_kms.json"),
+    Allowed("tests/test_step_down.py::test_not_primary_reset_connection_pool",
+            r"^Connections Survive Step Down 'Not Primary - Reset Connection Pool': needs a MongoDB 4\.0 server",
+            REQUIREMENT,
+            "the README runs it on MongoDB 4.0 only (a NotWritablePrimary error clears the pool before 4.2); "
+            "greenmongo connects to 4.2 and later (CLIENT_MIN_WIRE_VERSION 8), PyMongo 4.20 to 4.4 and later"),
 ]
 
 #: The test needs a deployment the suite does not run.
