@@ -12,7 +12,7 @@ import pytest
 from greenmongo import bson
 from greenmongo.auth import AuthCache, AuthIO, authenticate, prepare_handshake
 from greenmongo.auth.aws import AwsConversation, AwsCredentials, obtain_credentials, sign_v4, sts_region
-from greenmongo.auth.http import HttpResponse
+from greenmongo.net.http import HttpResponse
 from greenmongo.errors import ConfigurationError, OperationFailure
 from tests.auth_fakes import FakeConn, credential
 

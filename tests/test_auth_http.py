@@ -8,7 +8,7 @@ import gevent
 import gevent.server
 import pytest
 
-from greenmongo.auth.http import http_request
+from greenmongo.net.http import http_request
 
 
 def _serve(handler):

@@ -13,7 +13,7 @@ from greenmongo.auth import (
     AuthCache, AuthIO, OIDCCallback, OIDCCallbackContext, OIDCCallbackResult, OIDCIdPInfo, authenticate,
     prepare_handshake, reauthenticate,
 )
-from greenmongo.auth.http import HttpResponse
+from greenmongo.net.http import HttpResponse
 from greenmongo.errors import ConfigurationError, OperationFailure
 from tests.auth_fakes import FakeConn, auth_failed, credential
 

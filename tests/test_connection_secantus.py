@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 import pytest
 
 from greenmongo.errors import AutoReconnect, NetworkTimeout, OperationFailure
-from greenmongo.net import connect as connect_module
+from greenmongo.net import tcp as tcp_module
 from greenmongo.net.handshake import open_connection
 from greenmongo.options.connection_settings import ConnectionSettings
 from tests.servers.secantus import free_port
@@ -83,23 +83,23 @@ def test_interleaves_address_families() -> None:
         return (family, socket.SOCK_STREAM, 6, "", (host, 1))
     infos = [info(socket.AF_INET6, "::1"), info(socket.AF_INET6, "::2"),
              info(socket.AF_INET, "127.0.0.11"), info(socket.AF_INET, "127.0.0.12"), info(socket.AF_INET, "127.0.0.13")]
-    ordered = connect_module._interleave_families(infos)
+    ordered = tcp_module._interleave_families(infos)
     assert [entry[4][0] for entry in ordered] == ["::1", "127.0.0.11", "::2", "127.0.0.12", "127.0.0.13"]
-    assert connect_module._interleave_families([]) == []
+    assert tcp_module._interleave_families([]) == []
 
 
 def test_falls_back_across_families(address, monkeypatch) -> None:
     """An unreachable first address (a refused port) does not prevent the next from working."""
     host, port = address
     dead_port = free_port()
-    real = connect_module.gsocket.getaddrinfo
+    real = tcp_module.gsocket.getaddrinfo
 
     def fake_getaddrinfo(name, service, *args):
         good = real(host, port, socket.AF_INET, socket.SOCK_STREAM)
         bad = [(info[0], info[1], info[2], info[3], ("127.0.0.1", dead_port)) for info in good]
         return bad + good
 
-    monkeypatch.setattr(connect_module.gsocket, "getaddrinfo", fake_getaddrinfo)
+    monkeypatch.setattr(tcp_module.gsocket, "getaddrinfo", fake_getaddrinfo)
     with open_connection(("dual.example", port), ConnectionSettings(connect_timeout=2)) as conn:
         assert conn.command("admin", {"ping": 1})["ok"] == 1.0
 
@@ -116,14 +116,14 @@ def test_slow_first_address_races_the_next(address, monkeypatch) -> None:
         filler.setblocking(False)
         filler.connect_ex(listener.getsockname())
         fillers.append(filler)
-    real = connect_module.gsocket.getaddrinfo
+    real = tcp_module.gsocket.getaddrinfo
 
     def fake_getaddrinfo(name, service, *args):
         good = real(host, port, socket.AF_INET, socket.SOCK_STREAM)
         hanging = [(info[0], info[1], info[2], info[3], listener.getsockname()) for info in good]
         return hanging + good
 
-    monkeypatch.setattr(connect_module.gsocket, "getaddrinfo", fake_getaddrinfo)
+    monkeypatch.setattr(tcp_module.gsocket, "getaddrinfo", fake_getaddrinfo)
     try:
         started = time.monotonic()
         with open_connection(("dual.example", port), ConnectionSettings(connect_timeout=10)) as conn:

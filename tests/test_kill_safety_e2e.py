@@ -140,7 +140,7 @@ def phases(frames: Iterable[Any]) -> set:
         found.add("in-greenmongo")
         if f"{_GREENMONGO}auth{os.sep}" in path:
             found.add("auth")
-        elif path.endswith(("net/handshake.py", "net/connect.py", "net/tls.py")) or (
+        elif path.endswith(("net/handshake.py", "net/connect.py", "net/tcp.py", "net/tls.py")) or (
                 path.endswith("pool/core.py") and name == "_establish"):
             found.add("handshake")
         elif path.endswith("pool/core.py") and name == "_wait":

@@ -25,7 +25,7 @@ def _read_text_file(path: str) -> str:
 
 
 def _default_http(*args: Any, **kwargs: Any) -> Any:
-    from greenmongo.auth.http import http_request  # imports gevent: only when a cloud endpoint is used
+    from greenmongo.net.http import http_request  # imports gevent: only when a cloud endpoint is used
     return http_request(*args, **kwargs)
 
 
@@ -39,7 +39,7 @@ class AuthIO:
     """Where the mechanisms get the outside world: swap any of these in tests.
 
     ``environ`` is read on every authentication (the AWS spec requires that);
-    ``http`` has the shape of ``greenmongo.auth.http.http_request``.
+    ``http`` has the shape of ``greenmongo.net.http.http_request``.
     """
 
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)

@@ -1,29 +1,31 @@
-"""A minimal HTTP(S) client for cloud credential endpoints, on greenmongo's own sockets.
+"""A minimal HTTP(S) client on greenmongo's own sockets, for cloud credential endpoints.
 
 MONGODB-AWS and MONGODB-OIDC fetch credentials from link-local metadata services (EC2, ECS,
-Azure, GCP) and STS. ``urllib`` would block the hub in an unpatched process; this sends one
-request over ``net.connect.open_stream`` (gevent TCP, and pyOpenSSL for https with the system
-trust store and hostname verification, like every other greenmongo socket) and parses the reply
-with ``http.client``. Everything is released in ``finally`` so a gevent.Timeout or kill
-mid-request leaks nothing.
+Azure, GCP) and STS. ``urllib`` would block the hub in an unpatched process; this sends one request over a
+gevent TCP socket (net.tcp; for https pyOpenSSL through net.tls, with the system trust store and
+hostname verification like every other greenmongo socket) and parses the reply with ``http.client``. Everything is released in ``finally`` so a
+gevent.Timeout or kill mid-request leaks nothing.
 """
 
 from __future__ import annotations
 
 import http.client
 import io
-from typing import Mapping, NamedTuple, Optional, Protocol
+import socket as _socket
+from typing import Mapping, NamedTuple, Optional, Protocol, Union
 from urllib.parse import urlsplit
 
 from greenmongo.errors import AutoReconnect, NetworkTimeout
 from greenmongo.hub.waiting import call_with_deadline
-from greenmongo.net.connect import Stream, open_stream
-from greenmongo.options.connection_settings import ConnectionSettings, TlsSettings
+from greenmongo.net.tcp import create_tcp_socket
+from greenmongo.net.tls import TlsSocket, build_context, wrap_socket
+from greenmongo.options.connection_settings import TlsSettings
 
 __all__ = ["HttpFetcher", "HttpResponse", "http_request"]
 
 #: Credential documents are small; a reply larger than this is not one.
 MAX_RESPONSE_BYTES = 1 << 20
+_HTTPS = TlsSettings()
 
 
 class HttpResponse(NamedTuple):
@@ -64,25 +66,26 @@ def http_request(method: str, url: str, headers: Mapping[str, str],
     if body is not None or method in ("POST", "PUT"):
         lines.append(f"Content-Length: {len(body or b'')}")
     request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
-    settings = ConnectionSettings(connect_timeout=timeout, socket_timeout=timeout,
-                                  tls=TlsSettings() if secure else None)
     try:
-        raw = call_with_deadline(timeout, f"HTTP {method} {url}", _exchange, (parts.hostname, port), settings,
-                                 request)
-    except NetworkTimeout:
+        raw = call_with_deadline(timeout, f"HTTP {method} {url}", _exchange, (parts.hostname, port), secure,
+                                 timeout, request)
+    except (NetworkTimeout, _socket.timeout):
         raise TimeoutError(f"HTTP {method} {url} timed out after {timeout}s") from None
-    except AutoReconnect as exc:
+    except (AutoReconnect, OSError) as exc:
         raise ConnectionError(f"HTTP {method} {url}: {exc}") from None
     response = http.client.HTTPResponse(_ReplyBytes(raw), method=method)  # type: ignore[arg-type]
     response.begin()
     return HttpResponse(response.status, response.read())
 
 
-def _exchange(address: tuple[str, int], settings: ConnectionSettings, request: bytes) -> bytes:
+def _exchange(address: tuple[str, int], secure: bool, timeout: float, request: bytes) -> bytes:
     """Send ``request`` and read until the server closes (``Connection: close``)."""
-    stream: Optional[Stream] = None
+    stream: Optional[Union[_socket.socket, TlsSocket]] = None
     try:
-        stream = open_stream(address, settings)
+        stream = create_tcp_socket(address[0], address[1], timeout)
+        if secure:
+            stream = wrap_socket(stream, build_context(_HTTPS), address[0], timeout=timeout)
+        stream.settimeout(timeout)
         stream.sendall(request)
         chunks: list[bytes] = []
         size = 0
