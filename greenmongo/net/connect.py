@@ -1,6 +1,8 @@
 """Open the byte stream a Connection talks over: TCP (or a Unix socket), SOCKS5, TLS.
 
-TCP and Unix sockets come from net.tcp, TLS from net.tls.
+TCP and Unix sockets come from net.tcp, TLS from net.tls; a certificate that neither a stapled nor a
+cached OCSP response settles is checked with its OCSP responders (net.ocsp_responders) before the
+stream is handed out.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Any, Optional, Union
 
 from greenmongo.errors import AutoReconnect, NetworkTimeout
 from greenmongo.net import ocsp
+from greenmongo.net.ocsp_responders import ask_responders
 from greenmongo.net.socks5 import socks5_handshake
 from greenmongo.net.tcp import create_tcp_socket, create_unix_socket, is_unix_socket
 from greenmongo.net.tls import TlsSocket, build_context, wrap_socket
@@ -67,7 +70,7 @@ def open_stream(
         if settings.tls is not None:
             try:
                 stream = wrap_socket(sock, build_context(settings.tls), host, timeout=connect_timeout,
-                                     ocsp_cache=ocsp_cache)
+                                     ocsp_cache=ocsp_cache, ask_responders=ask_responders)
             except AutoReconnect as exc:  # NetworkTimeout included
                 raise type(exc)(f"{label}: {exc}") from None
         stream.settimeout(settings.socket_timeout)

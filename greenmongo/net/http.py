@@ -1,9 +1,11 @@
-"""A minimal HTTP(S) client on greenmongo's own sockets, for cloud credential endpoints.
+"""A minimal HTTP(S) client on greenmongo's own sockets: cloud credential endpoints and OCSP responders.
 
 MONGODB-AWS and MONGODB-OIDC fetch credentials from link-local metadata services (EC2, ECS,
-Azure, GCP) and STS. ``urllib`` would block the hub in an unpatched process; this sends one request over a
+Azure, GCP) and STS; the OCSP endpoint check (net.ocsp_responders) asks a certificate's OCSP
+responders. ``urllib`` would block the hub in an unpatched process; this sends one request over a
 gevent TCP socket (net.tcp; for https pyOpenSSL through net.tls, with the system trust store and
-hostname verification like every other greenmongo socket) and parses the reply with ``http.client``. Everything is released in ``finally`` so a
+hostname verification like every other greenmongo socket, stapled OCSP but no responder requests
+of its own) and parses the reply with ``http.client``. Everything is released in ``finally`` so a
 gevent.Timeout or kill mid-request leaks nothing.
 """
 
@@ -23,9 +25,11 @@ from greenmongo.options.connection_settings import TlsSettings
 
 __all__ = ["HttpFetcher", "HttpResponse", "http_request"]
 
-#: Credential documents are small; a reply larger than this is not one.
+#: Credential documents and OCSP responses are small; a reply larger than this is neither.
 MAX_RESPONSE_BYTES = 1 << 20
-_HTTPS = TlsSettings()
+#: https requests verify the server as every greenmongo TLS socket does; an OCSP endpoint check of their own
+#: would need this module again (an OCSP responder over https), so they rely on stapling and the cache.
+_HTTPS = TlsSettings(disable_ocsp_endpoint_check=True)
 
 
 class HttpResponse(NamedTuple):
@@ -34,7 +38,7 @@ class HttpResponse(NamedTuple):
 
 
 class HttpFetcher(Protocol):
-    """What the credential providers call; tests pass a fake with this shape."""
+    """What the credential providers and the OCSP endpoint check call; tests pass a fake with this shape."""
 
     def __call__(self, method: str, url: str, headers: Mapping[str, str],
                  body: Optional[bytes] = None, timeout: float = 10.0) -> HttpResponse: ...

@@ -1,7 +1,6 @@
-"""OCSP stapling checks and the OCSP response cache (OCSP Support spec).
+"""OCSP checks of a server certificate and the OCSP response cache (OCSP Support spec).
 
-Pure: given the server's certificate, its issuer and the stapled response
-bytes, decide accept or reject. The rules, in the spec's order:
+Pure: certificates, response bytes and the time in; decisions out. The rules, in the spec's order:
 
 1. Must-Staple certificate and nothing stapled: reject.
 2. A stapled response that does not cover the certificate or is invalid
@@ -9,10 +8,18 @@ bytes, decide accept or reject. The rules, in the spec's order:
 3. A valid stapled response: ``revoked`` rejects, ``good`` accepts; both are
    conclusive and cached under the certificate's CertID.
 4. Otherwise a cached conclusive response decides.
-5. Otherwise soft-fail: accept.
+5. Otherwise, when the endpoint check is on (tlsDisableOCSPEndpointCheck is
+   false) and the certificate names OCSP responders (its Authority Information
+   Access), the decision is to ask them (``Decision.ask``): the first valid,
+   conclusive answer decides as a staple would and is cached
+   (``decide_from_responders``); no such answer within the time allowed
+   (``responder_timeout``: 5 s, or less when the connection has less) means
+   soft-fail.
+6. Otherwise soft-fail: accept.
 
-greenmongo does not contact OCSP responders itself (no non-stapled OCSP), so
-an unreachable responder can never block a connection.
+The requests themselves are net.ocsp_responders' (HTTP over greenmongo's own
+sockets); intermediate certificates are never checked with responders (spec
+step 8).
 """
 
 from __future__ import annotations
@@ -23,13 +30,15 @@ from typing import Iterable, NamedTuple, Optional, Sequence
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, padding, rsa
 from cryptography.x509 import ocsp
-from cryptography.x509.oid import ExtendedKeyUsageOID
+from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID
 
 #: Tolerated clock skew for a response's thisUpdate lying slightly in our future.
 CLOCK_SKEW = datetime.timedelta(minutes=5)
+#: The spec's default limit on the responder requests (seconds).
+DEFAULT_RESPONDER_TIMEOUT = 5.0
 
 GOOD = ocsp.OCSPCertStatus.GOOD
 REVOKED = ocsp.OCSPCertStatus.REVOKED
@@ -45,9 +54,22 @@ class InvalidOcspResponse(ValueError):
     """A response that RFC 6960 3.2 says must not be trusted."""
 
 
+@dataclass(frozen=True)
+class ResponderQuery:
+    """The non-stapled check still to do: ``request`` (a DER OCSPRequest) for ``urls``, about ``cert``."""
+
+    cert: x509.Certificate
+    issuer: x509.Certificate
+    urls: tuple[str, ...]
+    request: bytes
+    key: CertId
+
+
 class Decision(NamedTuple):
     accept: bool
     reason: str
+    ask: Optional[ResponderQuery] = None
+    """Set when the certificate's OCSP responders are to decide (``accept`` is then provisional)."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +238,31 @@ def verify_response(
     return status
 
 
+def responder_urls(cert: x509.Certificate) -> tuple[str, ...]:
+    """The certificate's OCSP responders (Authority Information Access), http(s) URLs, in order."""
+    try:
+        access = cert.extensions.get_extension_for_class(x509.AuthorityInformationAccess).value
+    except x509.ExtensionNotFound:
+        return ()
+    urls: list[str] = []
+    for description in access:
+        location = description.access_location
+        if (description.access_method == AuthorityInformationAccessOID.OCSP
+                and isinstance(location, x509.UniformResourceIdentifier)
+                and location.value.lower().startswith(("http://", "https://"))
+                and location.value not in urls):
+            urls.append(location.value)
+    return tuple(urls)
+
+
+def responder_timeout(connect_timeout: Optional[float]) -> float:
+    """The limit on the responder requests: the spec's 5 s, or what the connection's establishment has
+    if less (connectTimeoutMS, or what an operation's timeoutMS left)."""
+    if connect_timeout is None:
+        return DEFAULT_RESPONDER_TIMEOUT
+    return min(DEFAULT_RESPONDER_TIMEOUT, connect_timeout)
+
+
 def check_certificate(
     cert: x509.Certificate,
     chain: Sequence[x509.Certificate],
@@ -224,8 +271,13 @@ def check_certificate(
     trusted: Sequence[x509.Certificate] = (),
     cache: OcspCache = DEFAULT_CACHE,
     now: Optional[datetime.datetime] = None,
+    endpoint_check: bool = False,
 ) -> Decision:
-    """Decide whether the server certificate ``cert`` passes OCSP (see the module docstring)."""
+    """Decide whether the server certificate ``cert`` passes OCSP (see the module docstring).
+
+    With ``endpoint_check`` a certificate nothing else settles gets a Decision whose ``ask`` says which
+    responders to ask; ``decide_from_responders`` turns their answer into the final decision.
+    """
     now = now or _utcnow()
     if not stapled and is_must_staple(cert):
         return Decision(False, "the server certificate is Must-Staple but no OCSP response was stapled")
@@ -251,4 +303,42 @@ def check_certificate(
         if cached.status == REVOKED:
             return Decision(False, "the server certificate is revoked (cached OCSP response)")
         return Decision(True, "cached OCSP response: good")
+    urls = responder_urls(cert) if endpoint_check else ()
+    if urls:
+        request = ocsp.OCSPRequestBuilder().add_certificate(cert, issuer, _SHA1).build()
+        query = ResponderQuery(cert, issuer, urls, request.public_bytes(serialization.Encoding.DER), key)
+        return Decision(True, "no conclusive stapled or cached OCSP status: ask the OCSP responders", query)
     return Decision(True, "soft-fail: no conclusive OCSP status")
+
+
+def read_responder_reply(
+    query: ResponderQuery,
+    http_status: int,
+    body: bytes,
+    now: Optional[datetime.datetime] = None,
+) -> Optional[OcspStatus]:
+    """A responder's answer if it is usable: HTTP 200, valid per RFC 6960 3.2 for ``query.cert``, and
+    conclusive (good or revoked). Anything else - an HTTP error, malformed bytes, a response about
+    another certificate or signed by a stranger, ``unknown`` - is None: it proves nothing either way."""
+    if http_status != 200:
+        return None
+    try:
+        status = verify_response(body, query.cert, query.issuer, now)
+    except InvalidOcspResponse:
+        return None
+    return status if status.conclusive else None
+
+
+def decide_from_responders(
+    query: ResponderQuery,
+    status: Optional[OcspStatus],
+    cache: OcspCache = DEFAULT_CACHE,
+) -> Decision:
+    """The final decision once the responders answered (``status``: the first usable answer) or did not
+    (None: unreachable, too slow, malformed or inconclusive, all soft-fail)."""
+    if status is None:
+        return Decision(True, "soft-fail: no OCSP responder gave a valid conclusive answer in time")
+    cache.put(query.key, status)
+    if status.status == REVOKED:
+        return Decision(False, "the server certificate is revoked (OCSP responder)")
+    return Decision(True, "OCSP responder: good")

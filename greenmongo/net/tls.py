@@ -23,7 +23,7 @@ import os
 import socket as _socket
 import ssl as _ssl_paths
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import gevent
 from cryptography import x509
@@ -149,6 +149,10 @@ def _describe_ssl_error(exc: BaseException) -> str:
 
 # -- OCSP glue -----------------------------------------------------------------
 
+#: How wrap_socket asks OCSP responders (net.ocsp_responders.ask_responders): query, timeout -> status.
+AskResponders = Callable[[ocsp.ResponderQuery, float], Optional[ocsp.OcspStatus]]
+
+
 class _HandshakeState:
     """Per-connection data the OCSP callback reads (and where it leaves its verdict)."""
 
@@ -156,6 +160,8 @@ class _HandshakeState:
         self.tls_context = tls_context
         self.cache = cache
         self.ocsp_failure: Optional[str] = None
+        self.responder_query: Optional[ocsp.ResponderQuery] = None
+        """What the callback left for after the handshake: it runs inside OpenSSL, where no I/O may wait."""
 
 
 def _ocsp_callback(connection: SSL.Connection, stapled: bytes, _data: Any) -> bool:
@@ -166,13 +172,28 @@ def _ocsp_callback(connection: SSL.Connection, stapled: bytes, _data: Any) -> bo
         if cert is None:
             return True  # nothing to check; certificate verification rejects this on its own
         decision = ocsp.check_certificate(cert, chain, stapled or b"", trusted=state.tls_context.trusted,
-                                          cache=state.cache)
+                                          cache=state.cache,
+                                          endpoint_check=state.tls_context.settings.check_ocsp_endpoint)
     except Exception as exc:  # a bug here must fail closed, with the reason kept
         state.ocsp_failure = f"OCSP check failed: {exc!r}"
         return False
     if not decision.accept:
         state.ocsp_failure = decision.reason
+    state.responder_query = decision.ask
     return decision.accept
+
+
+def _check_with_responders(state: _HandshakeState, ask_responders: AskResponders, timeout: Optional[float]) -> None:
+    """The OCSP endpoint check the callback asked for; AutoReconnect if the certificate is revoked."""
+    query = state.responder_query
+    assert query is not None
+    try:
+        status = ask_responders(query, ocsp.responder_timeout(timeout))
+        decision = ocsp.decide_from_responders(query, status, state.cache)
+    except Exception as exc:  # not the responders' answer: a bug, which must fail closed
+        raise AutoReconnect(f"TLS handshake failed: OCSP check failed: {exc!r}") from exc
+    if not decision.accept:
+        raise AutoReconnect(f"TLS handshake failed: {decision.reason}")
 
 
 # -- hostname verification -------------------------------------------------------
@@ -334,14 +355,21 @@ def wrap_socket(
     *,
     timeout: Optional[float],
     ocsp_cache: ocsp.OcspCache = ocsp.DEFAULT_CACHE,
+    ask_responders: Optional[AskResponders] = None,
 ) -> TlsSocket:
     """Run the client TLS handshake on a connected gevent socket; close it on any failure.
 
     SNI is sent for every hostname (RFC 6066 forbids it for IP literals).
     Certificate, hostname and OCSP failures raise AutoReconnect with the
     reason; a handshake that outlives ``timeout`` raises NetworkTimeout.
+    Settings with the OCSP endpoint check need ``ask_responders``: after the
+    handshake and the hostname check it asks the certificate's OCSP
+    responders when no staple or cached response settled its status, for
+    at most ``ocsp.responder_timeout(timeout)``.
     """
     settings = tls_context.settings
+    if settings.check_ocsp_endpoint and ask_responders is None:
+        raise TypeError("wrap_socket: TLS settings with the OCSP endpoint check need ask_responders")
     connection = SSL.Connection(tls_context.context, sock)
     state = _HandshakeState(tls_context, ocsp_cache)
     connection.set_app_data(state)
@@ -368,6 +396,9 @@ def wrap_socket(
             if cert is None or not hostname_matches(cert, server_hostname):
                 raise AutoReconnect(f"TLS hostname verification failed: the server certificate does not "
                                     f"match {server_hostname!r}")
+        if state.responder_query is not None:
+            assert ask_responders is not None  # the query exists only under the endpoint check
+            _check_with_responders(state, ask_responders, timeout)
         ok = True
         return tls_socket
     finally:

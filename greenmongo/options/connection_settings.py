@@ -44,6 +44,11 @@ class TlsSettings:
         """OCSP (stapled responses and the cache) applies only while certificates are verified."""
         return self.verify_certificates and not self.disable_certificate_revocation_check
 
+    @property
+    def check_ocsp_endpoint(self) -> bool:
+        """Whether a certificate's OCSP responders may be asked (non-stapled OCSP)."""
+        return self.check_ocsp and not self.disable_ocsp_endpoint_check
+
 
 @dataclass(frozen=True)
 class ProxySettings:

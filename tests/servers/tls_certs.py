@@ -14,9 +14,9 @@ from typing import Iterable, Optional
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509 import ocsp
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID
 
 
 _SHA1 = hashes.SHA1()
@@ -26,9 +26,18 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
+def _new_key(key_type: str):
+    """An ECDSA P-256 key (the default: fast) or an RSA 2048 key (the OCSP test plan runs both)."""
+    if key_type == "ec":
+        return ec.generate_private_key(ec.SECP256R1())
+    if key_type == "rsa":
+        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    raise ValueError(f"key_type {key_type!r}: 'ec' or 'rsa'")
+
+
 @dataclass
 class Issued:
-    key: ec.EllipticCurvePrivateKey
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
     cert: x509.Certificate
 
     def cert_pem(self) -> bytes:
@@ -50,8 +59,8 @@ class Issued:
         return str(cert_path), str(key_path), str(pem_path)
 
 
-def make_ca(common_name: str = "greenmongo test CA") -> Issued:
-    key = ec.generate_private_key(ec.SECP256R1())
+def make_ca(common_name: str = "greenmongo test CA", *, key_type: str = "ec") -> Issued:
+    key = _new_key(key_type)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = (x509.CertificateBuilder()
             .subject_name(name).issuer_name(name).public_key(key.public_key())
@@ -77,8 +86,11 @@ def make_cert(
     client: bool = False,
     must_staple: bool = False,
     ocsp_signing: bool = False,
+    ocsp_urls: Iterable[str] = (),
+    key_type: str = "ec",
 ) -> Issued:
-    key = ec.generate_private_key(ec.SECP256R1())
+    """A certificate ``ca`` signs; ``ocsp_urls`` go in its Authority Information Access (its OCSP responders)."""
+    key = _new_key(key_type)
     builder = (x509.CertificateBuilder()
                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
                .issuer_name(ca.cert.subject).public_key(key.public_key())
@@ -96,6 +108,10 @@ def make_cert(
     builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
     if must_staple:
         builder = builder.add_extension(x509.TLSFeature([x509.TLSFeatureType.status_request]), critical=False)
+    responders = [x509.AccessDescription(AuthorityInformationAccessOID.OCSP, x509.UniformResourceIdentifier(url))
+                  for url in ocsp_urls]
+    if responders:
+        builder = builder.add_extension(x509.AuthorityInformationAccess(responders), critical=False)
     return Issued(key, builder.sign(ca.key, hashes.SHA256()))
 
 
