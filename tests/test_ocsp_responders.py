@@ -11,6 +11,7 @@ import pytest
 from gevent.event import Event
 
 from greenmongo.net import ocsp
+from greenmongo.net.http import http_request
 from greenmongo.net.ocsp_responders import ask_responders
 from tests.servers.ocsp_responder import GOOD, REVOKED, OcspResponder
 from tests.servers.secantus import free_port
@@ -81,10 +82,23 @@ def test_the_first_conclusive_answer_wins(pki) -> None:
     with OcspResponder(pki["ca"], "slow", delay=30) as slow, OcspResponder(pki["ca"], "good") as good:
         status, elapsed = ask(query_for(pki, slow.url, good.url))
     assert status is not None and status.status == GOOD and elapsed < PATIENT / 2
+
+
+def test_an_inconclusive_answer_does_not_end_the_wait(pki) -> None:
+    unknown_answered = Event()
+
+    def fetch(method, url, headers, body, timeout):
+        if url == revoked.url:
+            unknown_answered.wait()  # the revoked answer comes only after the unknown one was read
+        reply = http_request(method, url, headers, body, timeout)
+        if url == unknown.url:
+            unknown_answered.set()
+        return reply
+
     with OcspResponder(pki["ca"], "unknown") as unknown, OcspResponder(pki["ca"], "revoked") as revoked:
-        status, _ = ask(query_for(pki, unknown.url, revoked.url))
-    assert status is not None and status.status == REVOKED  # an inconclusive answer does not end the wait
-    assert len(unknown.requests) == len(revoked.requests) == 1  # both asked at once
+        status = ask_responders(query_for(pki, unknown.url, revoked.url), PATIENT, fetch=fetch)
+    assert status is not None and status.status == REVOKED
+    assert len(unknown.requests) == len(revoked.requests) == 1
 
 
 def test_a_failure_that_is_not_the_responders_is_raised(pki) -> None:
