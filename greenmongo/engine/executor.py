@@ -41,7 +41,7 @@ from greenmongo.engine.transaction import (
     Transaction,
     label_commit_error,
 )
-from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure, has_error_label
+from greenmongo.errors import ConnectionFailure, InvalidOperation, OperationFailure, ProtocolError, has_error_label
 from greenmongo.hub.waiting import sleep
 from greenmongo.logs.command import COMMAND_LOGGER, CommandMonitor
 from greenmongo.monitoring.command import (
@@ -56,6 +56,7 @@ from greenmongo.sdam.address import Address
 from greenmongo.sdam.server_description import ServerDescription
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
+from greenmongo.wire import reply_fields
 
 _PRIMARY = ReadPreference.PRIMARY.mode
 
@@ -304,6 +305,11 @@ class Executor:
         with server.checkout(selection_end) as conn:
             try:
                 return self._send(conn, server, operation, read_preference, holder)
+            except ProtocolError as exc:
+                # A reply that broke the protocol (the connection closed itself if the bytes did; a
+                # reply whose fields have the wrong types is closed here): this connection is not reused.
+                conn.close(f"malformed reply: {exc}")
+                raise
             except (ConnectionFailure, OperationFailure) as exc:
                 if isinstance(exc, ConnectionFailure) and holder.session is not None:
                     holder.session.mark_dirty()  # the server may still be running it: do not reuse
@@ -417,6 +423,7 @@ class Executor:
     def _observe(self, reply: Optional[Mapping[str, Any]], session: Optional[SessionState]) -> None:
         if reply is None:
             return
+        reply_fields.check_gossip(reply)
         cluster_time = reply.get("$clusterTime")
         if cluster_time is not None and self._clock is not None:
             self._clock.advance(cluster_time)

@@ -79,6 +79,8 @@ class CommandConnection(Protocol):
                 request_id: Optional[int] = None, deadline: Optional[float] = None,
                 deadline_timeout: Optional[float] = None) -> Optional[dict[str, Any]]: ...
 
+    def close(self, reason: Optional[str] = None) -> None: ...
+
 
 class SelectedServer(Protocol):
     """A server chosen by selection: check out a connection, report errors, then end the operation."""

@@ -159,10 +159,9 @@ class AggregateOperation(Operation[CursorState]):
         options = dict(address=wire.address, batch_size=self.batch_size or 0,
                        get_more_max_time_ms=self.max_await_time_ms, comment=self.comment,
                        codec_options=self.codec_options)
-        if reply is None or "cursor" not in reply:
+        if reply is None:
             # An unacknowledged $out/$merge has no cursor: iterate an empty (client-side) one.
-            results = [] if reply is None else list(reply.get("result", []))
-            return CursorState.closed(self.namespace, results, **options)
+            return CursorState.closed(self.namespace, [], **options)
         return CursorState.from_reply(reply, default_namespace=self.namespace, **options)
 
     def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> CursorState:

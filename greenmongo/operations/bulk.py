@@ -44,7 +44,11 @@ from greenmongo.operations.base import (
     encode_document,
     reply_codec_options,
 )
-from greenmongo.operations.replies import RETRYABLE_WRITE_ERROR_CODES, write_concern_error_document
+from greenmongo.operations.replies import (
+    RETRYABLE_WRITE_ERROR_CODES,
+    check_write_reply_fields,
+    write_concern_error_document,
+)
 from greenmongo.operations.requests import DELETE, INSERT, UPDATE, WRITE_MODEL_TYPES, InsertOne, ensure_id
 from greenmongo.operations.results import BulkWriteResult, InsertManyResult
 from greenmongo.operations.write import check_unacknowledged_options, validate_write_options, write_command_body
@@ -349,6 +353,7 @@ class BulkWriteBatch(Operation[Optional[Mapping[str, Any]]]):
                 bulk._stop()
                 return reply
             raise
+        check_write_reply_fields(reply, self.size)
         wce = reply.get("writeConcernError")
         if bulk.acknowledged and wce and wce.get("code") in RETRYABLE_WRITE_ERROR_CODES:
             # Raised without merging (the executor may retry this batch); the reply's labels (a 4.4+

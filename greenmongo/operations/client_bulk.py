@@ -46,6 +46,7 @@ from greenmongo.operations.requests import DELETE, INSERT, UPDATE, WRITE_MODEL_T
 from greenmongo.operations.results import ClientBulkWriteResult, DeleteResult, InsertOneResult, UpdateResult
 from greenmongo.operations.write import validate_write_options, write_option_fields
 from greenmongo.options.write_concern import DEFAULT_WRITE_CONCERN, WriteConcern
+from greenmongo.wire import reply_fields
 from greenmongo.wire.batching import COMMAND_OVERHEAD
 
 
@@ -183,8 +184,8 @@ class ClientBulkWrite:
     def _record_summary(self, batch: "ClientBulkWriteBatch", reply: Mapping[str, Any]) -> None:
         full = self.full_result
         for key in ("nInserted", "nUpserted", "nMatched", "nModified", "nDeleted"):
-            full[key] += int(reply.get(key, 0) or 0)
-        errors = int(reply.get("nErrors", 0) or 0)
+            full[key] += int(reply_fields.integer(reply, key, default=0))
+        errors = int(reply_fields.integer(reply, "nErrors", default=0))
         if errors == 0 or (not self.ordered and errors < batch.size):
             self.any_successful = True
         wce = write_concern_error_document(reply)
@@ -193,7 +194,11 @@ class ClientBulkWrite:
         self._observed = True
 
     def _record_result(self, batch: "ClientBulkWriteBatch", document: Mapping[str, Any]) -> None:
-        position = batch.start + int(document["idx"])
+        index = reply_fields.integer(document, "idx", where="cursor.firstBatch[]")
+        if not 0 <= index < batch.size:
+            raise reply_fields.malformed("cursor.firstBatch[].idx", index, f"an index into the batch of {batch.size}")
+        reply_fields.number(document, "ok", where="cursor.firstBatch[]")
+        position = batch.start + int(index)
         model = self.models[position]
         if not reply_ok(document):
             error = dict(document)

@@ -28,6 +28,7 @@ from greenmongo.operations.base import (
 )
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ServerMode
+from greenmongo.wire import reply_fields
 
 NAMESPACE_NOT_FOUND = 26
 
@@ -58,7 +59,7 @@ class CountDocumentsOperation(AggregateOperation):
         state = super().parse(reply, wire)
         if not state.first_batch:
             return 0
-        return int(state.first_batch[0]["n"])
+        return int(reply_fields.integer(state.first_batch[0], "n", where="cursor.firstBatch[0]"))
 
 
 class EstimatedDocumentCountOperation(Operation[int]):
@@ -96,7 +97,7 @@ class EstimatedDocumentCountOperation(Operation[int]):
         self.check_reply(reply, wire)
         if not reply_ok(reply):
             return 0
-        return int(reply.get("n", 0))
+        return int(reply_fields.integer(reply, "n"))
 
 
 class DistinctOperation(Operation[list[Any]]):
@@ -149,4 +150,4 @@ class DistinctOperation(Operation[list[Any]]):
         if reply is None:
             raise ValueError("distinct is always acknowledged")
         self.check_reply(reply, wire)
-        return list(reply.get("values", []))
+        return list(reply_fields.array(reply, "values"))

@@ -17,7 +17,8 @@ from typing import Any, Mapping, Optional
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.int64 import Int64
 from greenmongo.errors import OperationFailure
-from greenmongo.operations.base import WIRE_4_4, Command, Operation, WireInfo, namespace_parts
+from greenmongo.operations.base import WIRE_4_4, Command, Operation, WireInfo, namespace_parts, reply_ok
+from greenmongo.wire import reply_fields
 
 #: getMore errors after which the server has already discarded the cursor: no killCursors.
 CURSOR_CLOSED_ERROR_CODES = frozenset({43, 175, 237})  # CursorNotFound, QueryPlanKilled, CursorKilled
@@ -58,12 +59,17 @@ class CursorState:
     @classmethod
     def from_reply(cls, reply: Mapping[str, Any], *, default_namespace: str, address: Any = None,
                    **options: Any) -> "CursorState":
-        """Read ``cursor: {id, ns, firstBatch}`` from a command reply."""
-        cursor = reply.get("cursor")
-        if not isinstance(cursor, Mapping):
+        """Read ``cursor: {id, ns, firstBatch}`` from a command reply (ProtocolError if malformed).
+
+        A failed reply the operation allowed (listIndexes on a missing collection) is an empty cursor.
+        """
+        if not reply_ok(reply):
             return cls(0, default_namespace, address=address, **options)
-        return cls(cursor.get("id", 0), cursor.get("ns") or default_namespace, address=address,
-                   first_batch=cursor.get("firstBatch", []),
+        cursor, cursor_id, namespace = _cursor_fields(reply, default_namespace)
+        codec_options = options.get("codec_options", DEFAULT_CODEC_OPTIONS)
+        first_batch = reply_fields.documents(cursor, "firstBatch", where="cursor",
+                                             document_class=codec_options.document_class)
+        return cls(cursor_id, namespace, address=address, first_batch=first_batch,
                    post_batch_resume_token=cursor.get("postBatchResumeToken"),
                    at_cluster_time=cursor.get("atClusterTime"), **options)
 
@@ -149,17 +155,26 @@ class CursorState:
         return self.close()
 
     def record_get_more(self, reply: Mapping[str, Any]) -> list[Any]:
-        cursor = reply.get("cursor") or {}
-        self.cursor_id = int(cursor.get("id", 0) or 0)
-        if cursor.get("ns"):
-            self.namespace = cursor["ns"]
+        cursor, self.cursor_id, self.namespace = _cursor_fields(reply, self.namespace)
         if "postBatchResumeToken" in cursor:
             self.post_batch_resume_token = cursor["postBatchResumeToken"]
-        return self._take(list(cursor.get("nextBatch", ())))
+        batch = reply_fields.documents(cursor, "nextBatch", where="cursor",
+                                       document_class=self.codec_options.document_class)
+        return self._take(list(batch))
 
     def __repr__(self) -> str:
         return (f"CursorState(id={self.cursor_id}, ns={self.namespace!r}, retrieved={self.retrieved}, "
                 f"limit={self.limit}, alive={self.alive})")
+
+
+def _cursor_fields(reply: Mapping[str, Any], default_namespace: str) -> tuple[Mapping[str, Any], int, str]:
+    """The ``cursor`` document, its id (an integer) and namespace (``db.collection``) of a cursor reply."""
+    cursor = reply_fields.document(reply, "cursor")
+    cursor_id = reply_fields.integer(cursor, "id", where="cursor")
+    namespace = reply_fields.string(cursor, "ns", where="cursor", default=None) or default_namespace
+    if "." not in namespace:
+        raise reply_fields.malformed("cursor.ns", namespace, "a 'database.collection' namespace")
+    return cursor, int(cursor_id), namespace
 
 
 class GetMoreOperation(Operation[list[Any]]):

@@ -14,6 +14,7 @@ from greenmongo.operations.arguments import validate_boolean, validate_is_mappin
 from greenmongo.operations.base import Command, Operation, WireInfo
 from greenmongo.operations.cursor_state import CursorState
 from greenmongo.operations.indexes import _WritingCommand
+from greenmongo.wire import reply_fields
 
 
 class ListDatabasesOperation(Operation[CursorState]):
@@ -55,7 +56,8 @@ class ListDatabasesOperation(Operation[CursorState]):
         if reply is None:
             raise ValueError("listDatabases is always acknowledged")
         self.check_reply(reply, wire)
-        return CursorState.closed("admin.$cmd", list(reply.get("databases", [])), address=wire.address,
+        databases = reply_fields.documents(reply, "databases", document_class=self.codec_options.document_class)
+        return CursorState.closed("admin.$cmd", list(databases), address=wire.address,
                                   codec_options=self.codec_options)
 
 

@@ -35,6 +35,7 @@ from greenmongo.operations.base import (
 )
 from greenmongo.operations.replies import raise_write_concern_error, write_concern_error_document
 from greenmongo.options.write_concern import DEFAULT_WRITE_CONCERN, WriteConcern
+from greenmongo.wire import reply_fields
 
 
 class ReturnDocument:
@@ -150,4 +151,5 @@ class FindAndModifyOperation(Operation[Optional[Mapping[str, Any]]]):
         error = write_concern_error_document(reply)
         if error:
             raise_write_concern_error(error)
-        return reply.get("value")
+        value: Optional[Mapping[str, Any]] = reply_fields.document(reply, "value", default=None)
+        return value

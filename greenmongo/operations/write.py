@@ -122,7 +122,7 @@ class WriteCommandOperation(Operation[Any]):
 
     def _checked(self, reply: Mapping[str, Any], wire: WireInfo) -> Mapping[str, Any]:
         self.check_reply(reply, wire)
-        check_write_reply(reply)
+        check_write_reply(reply, statements=1)
         return reply
 
 

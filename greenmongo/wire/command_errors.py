@@ -16,6 +16,7 @@ from greenmongo.errors import (
     OperationFailure,
     WriteConcernError,
 )
+from greenmongo.wire import reply_fields
 
 #: "Not writable primary" and "node is recovering" codes (SDAM spec).
 NOT_PRIMARY_CODES = frozenset({10107, 13435, 10058})
@@ -26,11 +27,9 @@ DUPLICATE_KEY_CODES = frozenset({11000, 11001, 12582})
 
 
 def _is_ok(reply: Mapping[str, Any]) -> bool:
-    ok = reply.get("ok", 0)
-    try:
-        return bool(ok) and float(ok) == 1.0
-    except (TypeError, ValueError):
-        return bool(ok)
+    """``ok: 1`` in any numeric type; a missing ``ok`` is a failure (as PyMongo), a non-number a ProtocolError."""
+    ok = reply_fields.number(reply, "ok", default=0)
+    return bool(ok) and float(ok) == 1.0
 
 
 def is_state_change_error(code: Optional[int], message: str) -> bool:
@@ -52,19 +51,17 @@ def check_command_reply(
     ``allowable_errors`` lists codes or messages the caller handles itself
     (e.g. ``ns not found`` for a drop).
     """
+    if "errorLabels" in reply:  # read by retry and transaction logic, on failures and writeConcernErrors
+        reply_fields.strings(reply, "errorLabels")
     if _is_ok(reply):
         if parse_write_concern_error and "writeConcernError" in reply:
-            error = reply["writeConcernError"]
-            raise WriteConcernError(error.get("errmsg", "write concern error"), error.get("code"), reply,
+            error = check_write_concern_error(reply)
+            raise WriteConcernError(error.get("errmsg") or "write concern error", error["code"], reply,
                                     max_wire_version)
         return
-    message = reply.get("errmsg") or reply.get("$err") or "command failed"
-    code = reply.get("code")
-    if code is not None:
-        try:
-            code = int(code)
-        except (TypeError, ValueError):
-            code = None
+    message = (reply_fields.string(reply, "errmsg", default=None) or reply_fields.string(reply, "$err", default=None)
+               or "command failed")
+    code = reply_fields.integer(reply, "code", default=None)
     if code in allowable_errors or message in allowable_errors:
         return
     if is_state_change_error(code, str(message)):
@@ -76,3 +73,13 @@ def check_command_reply(
     if code == 43:
         raise CursorNotFound(message, code, reply, max_wire_version)
     raise OperationFailure(message, code, reply, max_wire_version)
+
+
+def check_write_concern_error(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The reply's ``writeConcernError``, checked: a document with an integer ``code`` and a string
+    ``errmsg`` (ProtocolError otherwise: a write concern error must not be misread as success)."""
+    error: Mapping[str, Any] = reply_fields.document(reply, "writeConcernError")
+    reply_fields.integer(error, "code", where="writeConcernError")
+    reply_fields.string(error, "errmsg", where="writeConcernError", default=None)
+    reply_fields.document(error, "errInfo", where="writeConcernError", default=None)
+    return error
