@@ -20,6 +20,7 @@ from greenmongo.net.connection import Connection
 from greenmongo.net.metadata import client_metadata
 from greenmongo.options.connection_settings import ConnectionSettings, server_api_fields
 from greenmongo.sdam.address import Address
+from greenmongo.sdam.server_description import check_hello
 from greenmongo.wire.batching import DEFAULT_MAX_BSON_SIZE, DEFAULT_MAX_WRITE_BATCH_SIZE
 from greenmongo.wire.compression import get_compressor, negotiate
 from greenmongo.wire.header import DEFAULT_MAX_MESSAGE_SIZE
@@ -71,6 +72,7 @@ def build_hello(
 def apply_hello(conn: Connection, reply: Mapping[str, Any], *, via_op_msg: bool) -> None:
     """Record what the hello reply says about the server on ``conn``."""
     settings = conn.settings
+    check_hello(reply)
     conn.hello = dict(reply)
     conn.max_wire_version = int(reply.get("maxWireVersion", 0))
     conn.min_wire_version = int(reply.get("minWireVersion", 0))

@@ -11,9 +11,11 @@ import datetime
 import time
 from typing import Any, FrozenSet, Iterable, List, Mapping, Optional, Tuple
 
+from greenmongo.bson.datetime_ms import DatetimeMS
 from greenmongo.bson.objectid import ObjectId
 from greenmongo.sdam.address import Address, format_address, parse_address
 from greenmongo.sdam.server_type import ServerType
+from greenmongo.wire import reply_fields
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
@@ -36,6 +38,63 @@ def compare_topology_versions(current: Optional[Mapping[str, Any]],
         return -1
     a, b = int(current.get("counter", 0)), int(incoming.get("counter", 0))
     return (a > b) - (a < b)
+
+
+_INT32_MAX = 2**31 - 1
+_SIZE_FIELDS = ("maxBsonObjectSize", "maxMessageSizeBytes", "maxWriteBatchSize")
+
+
+def check_hello(reply: Mapping[str, Any]) -> None:
+    """ProtocolError unless every field of a hello reply the driver reads has its type.
+
+    Run on each reply before it describes a server or a connection, so a malformed hello makes the
+    check fail (the server is Unknown, with this error) instead of putting a wrong value (a string
+    wire version, a 2**40-byte message size) into the topology or crashing the monitor.
+    """
+    for name in ("minWireVersion", "maxWireVersion", "logicalSessionTimeoutMinutes", "setVersion",
+                 "connectionId"):
+        value = reply_fields.integer(reply, name, default=None)
+        if value is not None and value < 0:
+            raise reply_fields.malformed(name, value, "a non-negative integer")
+    for name in _SIZE_FIELDS:  # bounds on what the wire can carry: a message length is an int32
+        value = reply_fields.integer(reply, name, default=None)
+        if value is not None and not 0 < value <= _INT32_MAX:
+            raise reply_fields.malformed(name, value, "a positive int32")
+    for name in ("setName", "primary", "me", "msg"):
+        reply_fields.string(reply, name, default=None)
+    for name in ("hosts", "passives", "arbiters"):
+        for text in reply_fields.strings(reply, name, default=()):
+            try:
+                parse_address(text)
+            except ValueError as exc:
+                raise reply_fields.malformed(name, text, f"host:port addresses ({exc})") from None
+    for name in ("primary", "me"):
+        text = reply.get(name)
+        if text:
+            try:
+                parse_address(text)
+            except ValueError as exc:
+                raise reply_fields.malformed(name, text, f"a host:port address ({exc})") from None
+    for name in ("compression", "saslSupportedMechs"):
+        reply_fields.strings(reply, name, default=None)
+    for name in ("tags", "speculativeAuthenticate"):
+        reply_fields.document(reply, name, default=None)
+    for name in ("electionId", "serviceId"):
+        value = reply.get(name)
+        if value is not None and not isinstance(value, ObjectId):
+            raise reply_fields.malformed(name, value, "an ObjectId")
+    topology_version = reply_fields.document(reply, "topologyVersion", default=None)
+    if topology_version is not None:
+        if not isinstance(topology_version.get("processId"), ObjectId):
+            raise reply_fields.malformed("topologyVersion.processId", topology_version.get("processId"),
+                                         "an ObjectId")
+        reply_fields.integer(topology_version, "counter", where="topologyVersion")
+    last_write = reply_fields.document(reply, "lastWrite", default=None)
+    if last_write is not None:
+        date = last_write.get("lastWriteDate")
+        if date is not None and not isinstance(date, (datetime.datetime, DatetimeMS)):
+            raise reply_fields.malformed("lastWrite.lastWriteDate", date, "a datetime")
+    reply_fields.check_gossip(reply)
 
 
 def _server_type(reply: Mapping[str, Any]) -> ServerType:

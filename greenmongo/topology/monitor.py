@@ -47,7 +47,7 @@ from greenmongo.monitoring.topology import (
 from greenmongo.sdam.address import Address, format_address
 from greenmongo.sdam.errors import CheckFailureDecision, check_again_immediately, decide_check_failure
 from greenmongo.sdam.rtt import RoundTripTimes
-from greenmongo.sdam.server_description import ServerDescription
+from greenmongo.sdam.server_description import ServerDescription, check_hello
 from greenmongo.sdam.settings import MIN_HEARTBEAT_FREQUENCY
 from greenmongo.topology.rtt_monitor import RttMonitor
 from greenmongo.wire.command_errors import check_command_reply
@@ -253,6 +253,7 @@ class Monitor(BackgroundWorker):
                     reply = call_with_deadline(settings.check_timeout, f"{where} (hello)", conn.command, "admin",
                                                self._hello_command(conn, None), timeout=None)
                     self.rtt.add_sample(monotonic() - started)
+                check_hello(reply or {})  # a malformed hello fails the check: Unknown, with the ProtocolError
         except Interrupted as exc:  # cancelled, or the monitor stopped
             self._after_failure(awaited, monotonic() - started, AutoReconnect(f"{where}: {exc}"), conn)
             raise
