@@ -33,7 +33,12 @@ from greenmongo.net.tls import TlsSocket
 from greenmongo.options.connection_settings import ConnectionSettings, server_api_fields
 from greenmongo.sdam.address import Address
 from greenmongo.wire import legacy, op_msg
-from greenmongo.wire.batching import DEFAULT_MAX_BSON_SIZE, DEFAULT_MAX_WRITE_BATCH_SIZE, WireLimits
+from greenmongo.wire.batching import (
+    COMMAND_OVERHEAD,
+    DEFAULT_MAX_BSON_SIZE,
+    DEFAULT_MAX_WRITE_BATCH_SIZE,
+    WireLimits,
+)
 from greenmongo.wire.command_errors import check_command_reply
 from greenmongo.wire.compression import Compressor, compress_message, may_compress, unpack_compressed
 from greenmongo.wire.header import (
@@ -52,6 +57,10 @@ from greenmongo.wire.header import (
 _connection_ids = itertools.count(1)
 #: Read-buffer size: small replies arrive whole in one recv.
 _READ_CHUNK = 32 * 1024
+#: A body up to this size is allocated at once: the largest a server sends (a maxBsonObjectSize document,
+#: the 16 KiB a command may add, the OP_MSG framing). A larger one is read in parts as it arrives.
+_EAGER_BODY = DEFAULT_MAX_BSON_SIZE + COMMAND_OVERHEAD + 1024
+_FIRST_PART = 1 << 20
 _UNSET: Any = object()
 
 
@@ -246,10 +255,11 @@ class Connection:
             deadline = self.default_deadline
         if deadline is not None:
             document = self._round_trip_until(message, request_id, deadline, deadline_timeout,
-                                              expect_reply=not unacknowledged, codec_options=codec_options)
+                                              expect_reply=not unacknowledged, codec_options=codec_options,
+                                              exhaust_allowed=exhaust_allowed)
         else:
             document = self._round_trip(message, request_id, timeout, expect_reply=not unacknowledged,
-                                        codec_options=codec_options)
+                                        codec_options=codec_options, exhaust_allowed=exhaust_allowed)
         if document is None:
             return None
         return self._check(document, check, allowable_errors, parse_write_concern_error)
@@ -265,7 +275,7 @@ class Connection:
         if self._exhaust_response_to is None:
             raise InvalidOperation("no exhaust reply stream is open on this connection")
         document = self._round_trip(None, self._exhaust_response_to, timeout, expect_reply=True,
-                                    codec_options=codec_options)
+                                    codec_options=codec_options, exhaust_allowed=True)
         return self._check(document, check, (), False)
 
     def _check(self, document: dict[str, Any], check: bool, allowable_errors, parse_write_concern_error):
@@ -282,7 +292,7 @@ class Connection:
         self._enter()
         try:
             self._set_timeout(timeout)
-            return self._receive(response_to)
+            return self._receive(response_to, exhaust_allowed=True)
         except BaseException as exc:
             self._fail(exc)
         finally:
@@ -297,7 +307,7 @@ class Connection:
         self._busy = True
 
     def _round_trip(self, message: Optional[bytes], request_id: int, timeout, *, expect_reply: bool,
-                    codec_options: Optional[CodecOptions] = None):
+                    codec_options: Optional[CodecOptions] = None, exhaust_allowed: bool = False):
         self._enter()
         try:
             self._set_timeout(timeout)
@@ -306,7 +316,7 @@ class Connection:
             self.last_used = time.monotonic()
             if not expect_reply:
                 return None
-            reply = self._receive(request_id)
+            reply = self._receive(request_id, exhaust_allowed=exhaust_allowed)
             document = reply.document(codec_options)  # inside the guard: garbage BSON closes too
             self.last_used = time.monotonic()
             return document
@@ -316,7 +326,8 @@ class Connection:
             self._busy = False
 
     def _round_trip_until(self, message: bytes, request_id: int, deadline: float, deadline_timeout: Optional[float],
-                          *, expect_reply: bool, codec_options: Any = None) -> Optional[dict[str, Any]]:
+                          *, expect_reply: bool, codec_options: Any = None,
+                          exhaust_allowed: bool = False) -> Optional[dict[str, Any]]:
         """``_round_trip`` bounded by one absolute deadline (CSOT): one loop timer for the send and every
         read of the reply, with no socket timeout (a socket timeout would arm a timer per read)."""
         remaining = deadline - time.monotonic()
@@ -327,7 +338,7 @@ class Connection:
         timer.start(getcurrent().throw, expired)
         try:
             return self._round_trip(message, request_id, None, expect_reply=expect_reply,
-                                    codec_options=codec_options)
+                                    codec_options=codec_options, exhaust_allowed=exhaust_allowed)
         finally:
             timer.close()
             self._deadline_expired = None
@@ -366,8 +377,29 @@ class Connection:
 
     # -- reading ---------------------------------------------------------------
 
-    def _read_exactly(self, count: int, *, message_start: bool = False) -> bytearray:
-        """``count`` bytes, served from the read buffer first (one recv usually brings a whole reply)."""
+    def _read_exactly(self, count: int, *, message_start: bool = False) -> Union[bytes, bytearray]:
+        """``count`` bytes; past _EAGER_BODY in parts, each as large as all before it.
+
+        A length was checked against maxMessageSizeBytes, but one past what any server sends (a lie, or
+        a hello's maxMessageSizeBytes of 2 GB) must not cost what it claims: memory is then allocated
+        only as the bytes arrive (at most twice what was received).
+        """
+        if count <= _EAGER_BODY:
+            return self._read_part(count, message_start=message_start)
+        parts = []
+        received = 0
+        while received < count:
+            parts.append(self._read_part(min(max(received, _FIRST_PART), count - received), done=received,
+                                         total=count))
+            received += len(parts[-1])
+        return b"".join(parts)
+
+    def _read_part(self, count: int, *, message_start: bool = False, done: int = 0,
+                   total: Optional[int] = None) -> bytearray:
+        """``count`` bytes, served from the read buffer first (one recv usually brings a whole reply).
+
+        ``done`` and ``total`` place the part in a larger read, for the error message.
+        """
         available = self._read_end - self._read_pos
         if available >= count:
             start = self._read_pos
@@ -389,14 +421,15 @@ class Connection:
                 out[received:received + taken] = self._read_view[:taken]
                 self._read_pos, self._read_end = taken, chunk
             if not chunk:
-                if received or not message_start:
-                    raise AutoReconnect(
-                        f"{self._label}: connection closed mid-message ({received} of {count} bytes read)")
+                if received or done or not message_start:
+                    raise AutoReconnect(f"{self._label}: connection closed mid-message ({done + received} of "
+                                        f"{total or count} bytes read)")
                 raise AutoReconnect(f"{self._label}: connection closed by the server")
             received += taken
         return out
 
-    def _receive(self, expected_response_to: Optional[int]) -> Reply:
+    def _receive(self, expected_response_to: Optional[int], *, exhaust_allowed: bool) -> Reply:
+        """One reply; ``exhaust_allowed`` says whether the request let the server stream (moreToCome)."""
         raw_header: Union[bytes, bytearray] = self._read_exactly(HEADER_SIZE, message_start=True)
         header = validate_reply_header(parse_header(raw_header), max_message_size=self.max_message_size,
                                        expected_response_to=expected_response_to or None)
@@ -409,6 +442,8 @@ class Connection:
         if opcode == OP_MSG:
             message: Any = op_msg.unpack_op_msg(payload, header=bytes(raw_header),
                                                 verify_checksum=not self.is_tls)
+            if message.more_to_come and not exhaust_allowed:
+                raise ProtocolError("reply has moreToCome set, but the request did not set exhaustAllowed")
             self._exhaust_response_to = header.request_id if message.more_to_come else None
         elif opcode == OP_REPLY:
             message = legacy.unpack_op_reply(payload)

@@ -156,14 +156,20 @@ def decompress(compressor_id: int, data: bytes, uncompressed_size: int) -> bytes
             zstandard = _import_zstandard()
             if zstandard is None:
                 raise ProtocolError("server sent zstd data but zstandard is not installed")
-            result = zstandard.ZstdDecompressor().decompress(bytes(data), max_output_size=uncompressed_size)
+            data = bytes(data)
+            # zstandard allocates a frame's declared content size, whatever max_output_size says.
+            declared = zstandard.frame_content_size(data)
+            if declared not in (-1, uncompressed_size):
+                raise ProtocolError(f"zstd frame declares {declared} bytes but OP_COMPRESSED declared "
+                                    f"{uncompressed_size}")
+            result = zstandard.ZstdDecompressor().decompress(data, max_output_size=uncompressed_size)
         else:
             raise ProtocolError(f"unknown compressorId {compressor_id}")
     except ProtocolError:
         raise
     except Exception as exc:
         name = COMPRESSOR_NAMES.get(compressor_id, compressor_id)
-        raise ProtocolError(f"could not decompress {name} data: {exc}") from exc
+        raise ProtocolError(f"could not decompress {name} data: {type(exc).__name__}: {exc}") from exc
     if len(result) != uncompressed_size:
         raise ProtocolError(
             f"decompressed {len(result)} bytes but OP_COMPRESSED declared {uncompressed_size}")
