@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import gevent
+import gevent.event
 from gevent.server import StreamServer
 
 from greenmongo import bson
@@ -159,13 +160,35 @@ class Raw:
     hold: float = 0.0
 
 
-Action = Union[Reply, Stream, Exhaust, Close, NoReply, Raw, Mapping[str, Any]]
+@dataclass
+class Dribble:
+    """Send the reply to ``document`` ``step`` bytes at a time, ``interval`` seconds apart (a slow link).
+
+    ``sent`` counts the bytes that went out: a client that gave up stops the dribble early.
+    """
+
+    document: Mapping[str, Any]
+    interval: float = 0.05
+    step: int = 1
+    sent: int = 0
+
+
+Action = Union[Reply, Stream, Exhaust, Close, NoReply, Raw, Dribble, Mapping[str, Any]]
 Handler = Callable[[Request], Action]
 
 
 def _msg_bytes(request: Request, document: Mapping[str, Any]) -> bytes:
     return op_msg.pack_op_msg(next(_server_request_ids), bson.encode(document),
                               response_to=request.request_id)
+
+
+def _framed(request: Request, payload: bytes, opcode: int = OP_MSG) -> bytes:
+    """``payload`` behind a correct header (its length, the request's id as responseTo)."""
+    return pack_header(HEADER_SIZE + len(payload), next(_server_request_ids), request.request_id, opcode) + payload
+
+
+#: What the broken replies below carry when they carry a document: ``{"ok": 1}``.
+_OK = {"ok": 1}
 
 
 class Malformed:
@@ -229,6 +252,44 @@ class Malformed:
         return Raw(build, close_after=False, hold=1.0)
 
     @staticmethod
+    def header_length(length: int, document: Mapping[str, Any] = _OK, *, close_after: bool = False,
+                      hold: float = 1.0) -> Raw:
+        """A header claiming ``length`` bytes (below 16, 2 GB, ...) in front of a valid OP_MSG body."""
+        def build(request: Request) -> bytes:
+            message = _msg_bytes(request, document)
+            return struct.pack("<i", length) + message[4:]
+        return Raw(build, close_after=close_after, hold=hold)
+
+    @staticmethod
+    def op_msg_payload(payload: bytes, *, opcode: int = OP_MSG, hold: float = 1.0) -> Raw:
+        """Hand-made message bytes after the header (flag bits, sections, checksum), correctly framed."""
+        return Raw(lambda request: _framed(request, payload, opcode), close_after=False, hold=hold)
+
+    @staticmethod
+    def flag_bits(flags: int, document: Mapping[str, Any] = _OK, *, hold: float = 1.0) -> Raw:
+        """An OP_MSG with these flag bits and no checksum (even when checksumPresent is among them)."""
+        payload = struct.pack("<I", flags) + b"\x00" + bson.encode(document)
+        return Malformed.op_msg_payload(payload, hold=hold)
+
+    @staticmethod
+    def body(raw_body: bytes) -> Raw:
+        """An OP_MSG whose kind-0 section is ``raw_body`` (not a valid document, or not one at all)."""
+        return Malformed.op_msg_payload(struct.pack("<I", 0) + b"\x00" + raw_body)
+
+    @staticmethod
+    def compressed(compressor_id: int, data: bytes, uncompressed_size: int, *,
+                   original_opcode: int = OP_MSG) -> Raw:
+        """An OP_COMPRESSED with the given compressorId, compressed bytes and uncompressedSize."""
+        payload = struct.pack("<iiB", original_opcode, uncompressed_size, compressor_id) + data
+        return Malformed.op_msg_payload(payload, opcode=OP_COMPRESSED)
+
+    @staticmethod
+    def op_reply(number_returned: int, documents: bytes = b"") -> Raw:
+        """A legacy OP_REPLY claiming ``number_returned`` documents and carrying ``documents``."""
+        return Malformed.op_msg_payload(struct.pack("<iqii", 0, 0, 0, number_returned) + documents,
+                                        opcode=OP_REPLY)
+
+    @staticmethod
     def bad_checksum() -> Raw:
         def build(request: Request) -> bytes:
             message = op_msg.pack_op_msg(next(_server_request_ids), bson.encode({"ok": 1}),
@@ -267,6 +328,7 @@ class ScriptedServer:
         self._scripts: dict[str, collections.deque] = collections.defaultdict(collections.deque)
         self._handlers: dict[str, Handler] = {}
         self._open_sockets: set = set()
+        self._stopping = gevent.event.Event()  # ends a Raw action's hold at once when the server stops
         self.unix_path = unix_path
         if unix_path is not None:
             from gevent import socket as gsocket
@@ -284,6 +346,7 @@ class ScriptedServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         for sock in list(self._open_sockets):
             try:
                 sock.close()
@@ -511,9 +574,17 @@ class ScriptedServer:
             return False
         if isinstance(action, NoReply):
             return True
+        if isinstance(action, Dribble):
+            message, _ = self._encode_reply(request, action.document, negotiated=negotiated)
+            for start in range(0, len(message), action.step):
+                sock.sendall(message[start:start + action.step])
+                action.sent = start + len(message[start:start + action.step])
+                if action.sent < len(message):
+                    gevent.sleep(action.interval)  # the pace of the slow link, not a synchronisation
+            return True
         if isinstance(action, Raw):
             sock.sendall(action.build(request))
             if action.hold:
-                gevent.sleep(action.hold)
+                self._stopping.wait(action.hold)
             return not action.close_after and not action.hold
         raise TypeError(f"unknown scripted action {action!r}")
