@@ -668,3 +668,18 @@ def test_replies_larger_than_a_server_sends_are_read_whole(server, size: int) ->
         for _ in range(2):
             assert conn.command("db", {"find": "c"})["blob"] == blob
         assert conn.command("db", {"ping": 1}) == OK
+
+
+def test_a_malformed_field_is_named_briefly() -> None:
+    """The error names the field and its type; a huge value is cut, so the message stays small."""
+    from greenmongo.wire import reply_fields
+
+    with pytest.raises(ProtocolError) as info:
+        reply_fields.integer({"cursor": {"id": "x" * (10 << 20)}}["cursor"], "id", where="cursor")
+    message = str(info.value)
+    assert message.startswith("malformed reply: cursor.id is a str ('xxx") and message.endswith("expected an integer")
+    assert len(message) < 200
+    assert reply_fields.integer({"n": 3.0}, "n") == 3  # an integral double is a count (older servers)
+    with pytest.raises(ProtocolError, match="n is a bool"):
+        reply_fields.integer({"n": True}, "n")
+    assert reply_fields.array({"a": None}, "a", default=()) == ()  # null is an absent optional field
