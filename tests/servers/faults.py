@@ -223,15 +223,13 @@ class FaultProxy:
         self._occurrences: Counter = Counter()  # comment/command -> requests seen
         self._started = time.monotonic()
         self._enabled_at = self._started
-        self._calm = Event()  # set while faults are off: stalls in progress end
+        self._release = Event()  # set (and replaced) by disable(): the stalls in progress end
         self._forced: list = []  # (command name or None, Fault): the next such requests get these faults
         self.enabled = False
         self.log: list[FaultRecord] = []
         self.injected: Counter = Counter()
         if enabled:
             self.enable()
-        else:
-            self._calm.set()
 
     # -- control ---------------------------------------------------------------------------------------
 
@@ -261,12 +259,13 @@ class FaultProxy:
         """Faults on (the refuse windows count from now)."""
         self.enabled = True
         self._enabled_at = time.monotonic()
-        self._calm.clear()
 
     def disable(self) -> None:
-        """Faults off: bytes pass through; stalls in progress end now (resuming or closing as decided)."""
+        """Faults off: bytes pass through; stalls in progress (forced ones too) end now, resuming or closing
+        as decided."""
         self.enabled = False
-        self._calm.set()
+        release, self._release = self._release, Event()
+        release.set()
 
     @contextlib.contextmanager
     def calm(self) -> Iterator[None]:
@@ -422,7 +421,7 @@ class FaultProxy:
             link.client.sendall(message[:cut])
             self._record("stall", fault.key, link,
                          f"{fault.seconds:.2f}s after {detail}, then {'close' if fault.close else 'resume'}")
-            self._calm.wait(fault.seconds)
+            self._release.wait(fault.seconds)
             if fault.close:
                 link.close()
                 return False
