@@ -14,6 +14,7 @@ import pytest
 from greenmongo.engine.deadline import LEGACY, Deadline
 from greenmongo.engine.retry import (
     MAX_OVERLOAD_RETRIES,
+    MAX_POOL_CLEARED_RETRIES,
     RETRY_TOKEN_RETURN_RATE,
     RetryBudget,
     RetryMode,
@@ -28,6 +29,7 @@ from greenmongo.errors import (
     ExecutionTimeout,
     NetworkTimeout,
     OperationFailure,
+    PoolClearedError,
     ServerSelectionTimeoutError,
 )
 
@@ -81,6 +83,13 @@ def state(mode: RetryMode, *, overload_allowed: bool = True, in_transaction: boo
           in_transaction=True, retry_reads=True, retry_writes=True), RetryMode.NONE),  # inside a transaction
     (dict(is_read=False, is_write=False, retryable=False, ends_transaction=True, pinned=True,
           in_transaction=False, retry_reads=False, retry_writes=False), RetryMode.END_TRANSACTION),
+    # A getMore: retried only when nothing of it was sent, and only with retryReads (never in a transaction).
+    (dict(is_read=True, is_write=False, retryable=False, ends_transaction=False, pinned=True,
+          in_transaction=False, retry_reads=True, retry_writes=True, retry_unsent=True), RetryMode.UNSENT),
+    (dict(is_read=True, is_write=False, retryable=False, ends_transaction=False, pinned=True,
+          in_transaction=False, retry_reads=False, retry_writes=True, retry_unsent=True), RetryMode.NONE),
+    (dict(is_read=True, is_write=False, retryable=False, ends_transaction=False, pinned=True,
+          in_transaction=True, retry_reads=True, retry_writes=True, retry_unsent=True), RetryMode.NONE),
 ])
 def test_retry_mode(kwargs, expected) -> None:
     assert retry_mode(**kwargs) is expected
@@ -115,7 +124,8 @@ def test_classic_retry_is_one_retry(mode, error, write, retries) -> None:
         return
     second = error()
     decision = retry.after_error(second, write=write)
-    assert not decision.retry and decision.error is second  # a second failure is the user's error
+    # A second failure is the user's error; unless it was not sent either (then the first one is).
+    assert not decision.retry and decision.error is (second if write.sent else first)
 
 
 def test_retry_that_never_reached_a_server_raises_the_first_error() -> None:
@@ -249,3 +259,88 @@ def test_max_adaptive_retries_bounds_overload_retries() -> None:
     retry = state(RetryMode.READ, max_overload_retries=3)
     assert all(retry.after_error(overloaded()).retry for _ in range(3))
     assert not retry.after_error(overloaded()).retry
+
+
+def pool_cleared() -> PoolClearedError:
+    return PoolClearedError("Connection pool for db:27017 was cleared because another operation failed")
+
+
+UNSENT_READ = WriteAttempt(sent=False)
+
+
+@pytest.mark.parametrize("mode,first_attempt,unsent", [
+    (RetryMode.READ, NO_TXN, pool_cleared),
+    (RetryMode.READ, NO_TXN, lambda: AutoReconnect("db:27017: connection refused")),  # establishing its connection
+    (RetryMode.WRITE, SENT, pool_cleared),
+    (RetryMode.WRITE, SENT, lambda: AutoReconnect("db:27017: connection refused")),
+])
+def test_a_retry_that_could_not_be_sent_raises_the_first_attempts_error(mode, first_attempt, unsent) -> None:
+    """The first attempt went out and failed (its outcome unknown); the retry failed before sending anything.
+    Its error would let the caller believe nothing was attempted: the first attempt's error is raised."""
+    retry = state(mode)
+    first = NetworkTimeout("db:27017: timed out (socket timeout 1500.0ms)")
+    if mode is RetryMode.WRITE:
+        first._add_error_label("RetryableWriteError")
+    assert retry.after_error(first, write=first_attempt).retry
+    second = unsent()
+    if mode is RetryMode.WRITE:
+        second._add_error_label("RetryableWriteError")
+    not_sent = WriteAttempt(has_txn_number=True, retry_supported=True, sent=False)
+    decision = retry.after_error(second, write=not_sent if mode is RetryMode.WRITE else UNSENT_READ)
+    while decision.retry:  # a read's retries after a cleared pool, which do not count
+        assert mode is RetryMode.READ and isinstance(second, PoolClearedError)
+        decision = retry.after_error(unsent(), write=UNSENT_READ)
+    assert decision.error is first
+    # A retry that was sent and failed: its own error (it says more about the server now).
+    retry = state(mode)
+    assert retry.after_error(first, write=first_attempt).retry
+    sent_error = unsent()
+    decision = retry.after_error(sent_error, write=first_attempt)
+    assert decision.error is sent_error
+
+
+def test_a_getmore_is_retried_once_only_when_nothing_of_it_was_sent() -> None:
+    """A getMore that could not get a connection cannot have moved the cursor: retried once. One that went
+    out is not (the server may have returned a batch the client never saw)."""
+    retry = state(RetryMode.UNSENT)
+    decision = retry.after_error(AutoReconnect("db:27017: connection refused"), write=UNSENT_READ)
+    assert decision.retry
+    last = AutoReconnect("db:27017: connection refused")
+    assert not retry.after_error(last, write=UNSENT_READ).retry
+    sent = AutoReconnect("db:27017: connection closed mid-message")
+    decision = state(RetryMode.UNSENT).after_error(sent, write=NO_TXN)
+    assert not decision.retry and decision.error is sent
+    assert not state(RetryMode.UNSENT).after_error(server_error(43), write=UNSENT_READ).retry  # CursorNotFound
+
+
+@pytest.mark.parametrize("mode", [RetryMode.READ, RetryMode.UNSENT])
+def test_a_cleared_pool_does_not_use_up_a_reads_retry(mode) -> None:
+    """Retryable Reads: a checkout that found the pool cleared sent nothing; retrying it is always safe and
+    does not count as the retry (capped, so that a pool cleared again and again cannot hold it for ever)."""
+    retry = state(mode)
+    first = pool_cleared()
+    for _ in range(MAX_POOL_CLEARED_RETRIES):
+        assert retry.after_error(pool_cleared(), write=UNSENT_READ).retry
+    assert retry.attempt == 0
+    assert retry.after_error(first, write=UNSENT_READ).retry  # the classic retry, now
+    decision = retry.after_error(pool_cleared(), write=UNSENT_READ)
+    assert not decision.retry and isinstance(decision.error, PoolClearedError)
+    # A sent attempt's failure still ends a read after its one retry, cleared pools or not.
+    retry = state(RetryMode.READ)
+    assert retry.after_error(network(), write=NO_TXN).retry
+    assert retry.after_error(pool_cleared(), write=UNSENT_READ).retry
+    last = NetworkTimeout("timed out")
+    decision = retry.after_error(last, write=NO_TXN)
+    assert not decision.retry and decision.error is last
+
+
+def test_a_cleared_pool_uses_up_a_writes_retry() -> None:
+    """Retryable Writes counts it (one retry, then the first error)."""
+    retry = state(RetryMode.WRITE)
+    first, second = pool_cleared(), pool_cleared()
+    for error in (first, second):
+        error._add_error_label("RetryableWriteError")
+    not_sent = WriteAttempt(has_txn_number=False, retry_supported=True, sent=False)
+    assert retry.after_error(first, write=not_sent).retry
+    decision = retry.after_error(second, write=not_sent)
+    assert not decision.retry and decision.error is first

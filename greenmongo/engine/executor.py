@@ -166,7 +166,7 @@ class Executor:
         mode = retry_mode(is_read=operation.is_read, is_write=operation.is_write, retryable=operation.retryable,
                           ends_transaction=operation.ends_transaction, pinned=address is not None,
                           in_transaction=transaction is not None, retry_reads=self._retry_reads,
-                          retry_writes=self._retry_writes)
+                          retry_writes=self._retry_writes, retry_unsent=operation.retry_unsent)
         deadline = holder.deadline
         retries = RetryState(mode, overload_allowed=self._overload_retries_allowed(operation),
                              budget=self._retry_budget, in_transaction=transaction is not None,

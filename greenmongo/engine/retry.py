@@ -21,6 +21,7 @@ from greenmongo.errors import (
     InvalidOperation,
     NotPrimaryError,
     OperationFailure,
+    PoolClearedError,
     PoolClosedError,
     ServerSelectionTimeoutError,
     WaitQueueTimeoutError,
@@ -39,6 +40,10 @@ SYSTEM_OVERLOADED_ERROR = "SystemOverloadedError"
 
 #: Overload retries per operation (the client-backpressure spec tests' maxAttempts=2).
 MAX_OVERLOAD_RETRIES = 2
+#: Retries of a read whose attempt failed checking out of a cleared pool, on top of its classic retry (the
+#: Retryable Reads spec does not count them: nothing was sent). Capped, so that without a timeoutMS a pool
+#: cleared again and again cannot hold an operation for ever.
+MAX_POOL_CLEARED_RETRIES = 3
 OVERLOAD_BASE_BACKOFF = 0.1
 OVERLOAD_MAX_BACKOFF = 10.0
 RETRY_TOKEN_CAPACITY = 1000.0
@@ -147,10 +152,11 @@ def is_retryable_write_error(error: BaseException) -> bool:
     return has_error_label(error, RETRYABLE_WRITE_ERROR)
 
 
-def error_after_retry(previous: BaseException, retry_error: BaseException) -> BaseException:
-    """Which error the user sees when a retry failed too (Retryable Writes spec): the retry's, unless it
-    never reached a server or wrote nothing (NoWritesPerformed)."""
-    if never_reached_server(retry_error) or has_error_label(retry_error, NO_WRITES_PERFORMED):
+def error_after_retry(previous: BaseException, retry_error: BaseException, *, sent: bool = True) -> BaseException:
+    """Which error the user sees when a retry failed too (Retryable Reads/Writes specs): the retry's, unless
+    it never reached a server, was never sent (a cleared pool, a connection that could not be made: such an
+    error would let the caller infer that nothing was attempted) or wrote nothing (NoWritesPerformed)."""
+    if not sent or never_reached_server(retry_error) or has_error_label(retry_error, NO_WRITES_PERFORMED):
         return previous
     return retry_error
 
@@ -184,17 +190,23 @@ class RetryMode(enum.Enum):
     WRITE = "write"
     #: commitTransaction/abortTransaction: always retried once (a retried commit sends w: majority).
     END_TRANSACTION = "end_transaction"
+    #: A getMore: retried once only when its attempt never reached the wire (its connection could not be
+    #: checked out: a cleared pool, a failed establishment), so the cursor cannot have moved. One that was
+    #: sent is not retried (Retryable Reads spec: a resent getMore could skip a batch).
+    UNSENT = "unsent"
 
 
 def retry_mode(*, is_read: bool, is_write: bool, retryable: bool, ends_transaction: bool, pinned: bool,
-               in_transaction: bool, retry_reads: bool, retry_writes: bool) -> RetryMode:
-    """The mode an operation runs under, from what it is and the client's retryReads/retryWrites."""
+               in_transaction: bool, retry_reads: bool, retry_writes: bool, retry_unsent: bool = False) -> RetryMode:
+    """The mode an operation runs under, from what it is and the client's retryReads/retryWrites.
+
+    ``retry_unsent``: the operation may be retried when nothing of it was sent (a getMore), under retryReads."""
     if in_transaction:
         return RetryMode.NONE
     if ends_transaction:
         return RetryMode.END_TRANSACTION
     if pinned or not retryable:
-        return RetryMode.NONE
+        return RetryMode.UNSENT if retry_unsent and retry_reads else RetryMode.NONE
     if is_write and retry_writes:
         return RetryMode.WRITE
     if is_read and retry_reads:
@@ -210,7 +222,8 @@ class WriteAttempt:
     has_txn_number: bool = False
     #: The selected server takes retryable writes and the write is acknowledged.
     retry_supported: bool = False
-    #: Something reached the wire (False: a cleared pool, a failed connect, before sending).
+    #: Something reached the wire (False: a cleared pool, a failed connect, before sending). Known for
+    #: every operation, not only writes.
     sent: bool = True
 
 
@@ -239,8 +252,10 @@ class RetryState:
 
     Classic retries: one, after a retryable read error (READ) or an error labelled
     RetryableWriteError (WRITE: sent with a txnNumber, or failed before anything was sent on a
-    server that takes retryable writes; END_TRANSACTION: always). Overload retries (Client
-    Backpressure): errors labelled both RetryableError and SystemOverloadedError, when
+    server that takes retryable writes; END_TRANSACTION: always); a getMore (UNSENT) only after an
+    attempt that sent nothing. A read's attempt that found its pool cleared while it waited for a
+    connection does not use up its retry (Retryable Reads spec), up to MAX_POOL_CLEARED_RETRIES.
+    Overload retries (Client Backpressure): errors labelled both RetryableError and SystemOverloadedError, when
     ``overload_allowed``, up to ``MAX_OVERLOAD_RETRIES`` with jittered backoff, each paid from the
     client's token bucket. Statements inside a transaction (mode NONE, ``in_transaction``) get only
     overload retries; their network errors gain TransientTransactionError.
@@ -251,7 +266,7 @@ class RetryState:
     """
 
     __slots__ = ("mode", "overload_allowed", "max_overload_retries", "budget", "in_transaction", "attempt",
-                 "overloaded", "reached")
+                 "overloaded", "reached", "pool_cleared_retries")
 
     def __init__(self, mode: RetryMode, *, overload_allowed: bool, budget: RetryBudget,
                  in_transaction: bool = False, max_overload_retries: int = MAX_OVERLOAD_RETRIES) -> None:
@@ -266,6 +281,8 @@ class RetryState:
         self.overloaded = False
         #: The error the user sees if retrying stops now (the last one that came from a server).
         self.reached: Optional[BaseException] = None
+        #: Retries after a cleared pool that did not count as the classic retry.
+        self.pool_cleared_retries = 0
 
     @property
     def retrying(self) -> bool:
@@ -282,10 +299,12 @@ class RetryState:
         overload = has_error_label(error, SYSTEM_OVERLOADED_ERROR)
         if self.attempt and not overload:
             self.budget.deposit(1)  # a healthy server answered the retry
-        self.reached = error if self.reached is None else error_after_retry(self.reached, error)
+        self.reached = error if self.reached is None else error_after_retry(self.reached, error, sent=write.sent)
         mode = self.mode
         if mode is RetryMode.READ:
             retryable = is_retryable_read_error(error)
+        elif mode is RetryMode.UNSENT:
+            retryable = not write.sent and is_retryable_read_error(error)
         elif mode is RetryMode.WRITE:
             retryable = ((write.has_txn_number or (write.retry_supported and not write.sent))
                          and is_retryable_write_error(error))
@@ -298,7 +317,10 @@ class RetryState:
         self.overloaded = self.overloaded or overload
         csot = deadline is not None and deadline.csot
         limit: float = self.max_overload_retries if self.overloaded else (math.inf if csot else 1)
-        if not (retryable or overload_retryable) or self.attempt >= limit:
+        # A read that found its pool cleared before it could send anything: retried without using up the retry.
+        free = (retryable and not write.sent and isinstance(error, PoolClearedError) and not overload
+                and mode in (RetryMode.READ, RetryMode.UNSENT) and self.pool_cleared_retries < MAX_POOL_CLEARED_RETRIES)
+        if not (retryable or overload_retryable) or (self.attempt >= limit and not free):
             return self._stop(error, unpin, deadline)
         backoff = overload_backoff(self.attempt + 1, jitter) if overload else 0.0
         remaining = deadline.remaining() if deadline is not None else None
@@ -306,7 +328,10 @@ class RetryState:
             return self._stop(error, unpin, deadline, out_of_time=True)
         if overload and not self.budget.consume(1):
             return self._stop(error, unpin, deadline)
-        self.attempt += 1
+        if free:
+            self.pool_cleared_retries += 1
+        else:
+            self.attempt += 1
         ends = mode is RetryMode.END_TRANSACTION
         return RetryDecision(True, backoff=backoff, unpin=unpin or ends, restart_transaction=starting,
                              commit_retry=ends and retryable)

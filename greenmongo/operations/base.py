@@ -23,6 +23,10 @@ Attributes the executor reads before selecting a server:
     writes, findAndModify and bulk writes without multi-document statements
     are retryable writes; updateMany/deleteMany, DDL commands, getMore and
     run_command are not. A retryable write is only retried when acknowledged.
+``retry_unsent``
+    Not retryable, but retried once (under retryReads) when its attempt never
+    reached the wire - no connection could be checked out for it: getMore,
+    whose server cursor cannot have moved then.
 ``read_preference``
     The preference the operation was given (writes: Primary).
 ``selection_read_preference(available_wire_versions, load_balanced)``
@@ -332,6 +336,7 @@ class Operation(Generic[ResultT]):
     name: ClassVar[str] = ""
     is_write: bool = False
     retryable: bool = False
+    retry_unsent: bool = False
     supports_read_concern: bool = False
     supports_write_concern: bool = False
     accepts_max_time_ms: bool = True

@@ -182,6 +182,9 @@ class GetMoreOperation(Operation[list[Any]]):
 
     name = "getMore"
     session_read_concern = "none"
+    #: A getMore that never left the driver (a cleared pool while it waited for a connection) is retried:
+    #: the cursor cannot have moved. One that was sent is not (Retryable Reads spec).
+    retry_unsent = True
 
     def __init__(self, state: CursorState) -> None:
         super().__init__(state.dbname, codec_options=state.codec_options)
