@@ -31,6 +31,7 @@ from greenmongo.errors import (
     OperationFailure,
     PoolClearedError,
     ServerSelectionTimeoutError,
+    WaitQueueTimeoutError,
 )
 
 
@@ -135,6 +136,7 @@ def test_retry_that_never_reached_a_server_raises_the_first_error() -> None:
     decision = retry.after_error(ServerSelectionTimeoutError("nothing to select"), write=SENT)
     assert not decision.retry and decision.error is first
     assert retry.retry_not_possible() is first
+    assert retry.retry_not_possible(Deadline.start(60.0)) is first
 
 
 def test_retry_that_wrote_nothing_raises_the_first_error() -> None:
@@ -212,12 +214,29 @@ def test_a_spent_deadline_makes_the_error_a_timeout() -> None:
     timed_out = NetworkTimeout("socket timed out")
     decision = state(RetryMode.READ).after_error(timed_out, deadline=spent)
     assert decision.error is timed_out  # already a timeout: raised as it is
-    # A retry whose server selection ran out of time: its own timeout error, not the first attempt's.
+    # A retry whose server selection ran out of time: a timeout naming the first attempt's error (never the
+    # selection timeout, which would say that nothing was attempted); the first error itself if a timeout.
     retry = state(RetryMode.READ)
     assert retry.after_error(first, deadline=Deadline.start(60.0)).retry
-    selection = ServerSelectionTimeoutError("no server within timeoutMS")
-    assert retry.retry_not_possible(selection, spent) is selection
-    assert retry.retry_not_possible(selection, LEGACY) is first
+    error = retry.retry_not_possible(spent)
+    assert isinstance(error, ExecutionTimeout) and error.timeout and "last error: error 7" in str(error)
+    assert retry.retry_not_possible(LEGACY) is first
+    retry = state(RetryMode.READ)
+    assert retry.after_error(timed_out, deadline=Deadline.start(60.0)).retry
+    assert retry.retry_not_possible(spent) is timed_out
+
+
+def test_under_a_timeout_an_attempt_that_sent_nothing_does_not_hide_the_last_error() -> None:
+    """The deadline runs out while a retry waits for a connection: the error names what the attempt that
+    went out met, not the wait."""
+    spent = Deadline(0.1, time.monotonic() - 1)
+    retry = state(RetryMode.READ)
+    first = network()
+    assert retry.after_error(first, write=NO_TXN, deadline=Deadline.start(60.0)).retry
+    waiting = WaitQueueTimeoutError("timed out waiting for a connection")
+    decision = retry.after_error(waiting, write=WriteAttempt(sent=False), deadline=spent)
+    assert not decision.retry and decision.chain
+    assert isinstance(decision.error, ExecutionTimeout) and "connection reset" in str(decision.error)
 
 
 def test_success_refills_the_budget() -> None:

@@ -180,7 +180,9 @@ class Executor:
                                        self._deprioritized(tried, retries.overloaded) if retries.retrying else (),
                                        holder, tried)
             except _RetryNotPossible as exc:
-                raise retries.retry_not_possible(exc.__cause__, deadline) from None
+                error = retries.retry_not_possible(deadline)
+                # A timeout replacing the last error is chained to what stopped the retry (its selection).
+                raise error from (exc.__cause__ if error is not retries.reached else None)
             except Exception as exc:
                 decision = retries.after_error(
                     exc, write=WriteAttempt(holder.txn_number is not None, holder.write_retry_supported, holder.sent),

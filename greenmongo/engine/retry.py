@@ -339,11 +339,12 @@ class RetryState:
     def _stop(self, error: BaseException, unpin: bool, deadline: Optional[Deadline] = None, *,
               out_of_time: bool = False) -> RetryDecision:
         if deadline is not None and deadline.csot and (out_of_time or deadline.expired()):
-            # The deadline ended the retries: what the user sees says so.
-            if getattr(error, "timeout", False):
-                return RetryDecision(False, error, unpin=unpin)
-            return RetryDecision(False, deadline.timeout_error("retries", cause=self.reached), chain=True,
-                                 unpin=unpin)
+            # The deadline ended the retries: what the user sees says so, and says what the last attempt that
+            # reached a server met (an attempt that sent nothing, a wait queue timeout, would hide it).
+            last = self.reached
+            if getattr(last, "timeout", False):
+                return RetryDecision(False, last, unpin=unpin)
+            return RetryDecision(False, deadline.timeout_error("retries", cause=last), chain=True, unpin=unpin)
         if self.attempt == 0:
             if self.mode is RetryMode.WRITE:
                 replacement = unsupported_retryable_writes_error(error)
@@ -354,15 +355,14 @@ class RetryState:
         # wrote nothing (then the first attempt's, which says what really happened).
         return RetryDecision(False, self.reached, unpin=unpin)
 
-    def retry_not_possible(self, cause: Optional[BaseException] = None,
-                           deadline: Optional[Deadline] = None) -> BaseException:
+    def retry_not_possible(self, deadline: Optional[Deadline] = None) -> BaseException:
         """The retry could not start (no server to select, or one without retryable writes): the error
-        of the attempt before stands, unless the operation's deadline ran out meanwhile (``cause``, the
-        retry's own error, is then the timeout the user sees)."""
+        of the attempt before stands - never the retry's own (a server selection timeout would say that
+        nothing was attempted). If the operation's deadline ran out meanwhile, the error is a timeout: that
+        error when it is one, else a timeout naming it (the executor chains it to the retry's own error)."""
         assert self.reached is not None
-        if deadline is not None and deadline.csot and deadline.expired():
-            if cause is not None and getattr(cause, "timeout", False):
-                return cause
+        if deadline is not None and deadline.csot and deadline.expired() and not getattr(
+                self.reached, "timeout", False):
             return deadline.timeout_error("retry", cause=self.reached)
         return self.reached
 
