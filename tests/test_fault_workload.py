@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import gc
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import gevent
 import greenlet
 import pytest
+from gevent import subprocess
 
 import greenmongo
 from greenmongo import MongoClient
@@ -93,7 +93,8 @@ def pool_at_rest(client: MongoClient) -> list:
 
 
 def run_pymongo(server: SecantusServer, db_name: str) -> dict:
-    """The same workload and fault schedule with PyMongo, in a monkey-patched process of its own."""
+    """The same workload and fault schedule with PyMongo, in a monkey-patched process of its own (waited for
+    through the hub: gevent's subprocess, in both passes)."""
     completed = subprocess.run([sys.executable, "-m", "tests.fault_peer", server.host, str(server.port), db_name,
                                 str(workload.SEED)], cwd=ROOT, capture_output=True, text=True, timeout=PEER_TIMEOUT)
     assert completed.returncode == 0, completed.stderr[-3000:]
