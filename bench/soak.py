@@ -1,0 +1,350 @@
+"""Soak: a long run of mixed operations through the network fault injector, with stepdowns.
+
+``--greenlets`` greenlets (500) loop over inserts with unique ``_id``s, ``$inc`` updates on counters, small-batch
+scans (getMores) and find_one, each waiting ``--think-ms`` between operations as a web app's requests would,
+through tests/servers/faults.py's ``FaultProxy`` (run in a child process, so this process's memory is the
+driver's) in front of a fresh SecantusDB; every ``--stepdown-every`` seconds the primary steps down
+(``replSetStepDown``, force). Once a minute a line: operations by outcome, p99 latency, resident memory.
+
+At the end, with the faults switched off: fresh operations through the same client, then the checks
+against the server directly (not through the proxy):
+
+* every acknowledged insert is present, nothing that was never attempted is;
+* every counter lies between its acknowledged increments and those plus the increments that failed;
+* resident memory growth from the end of the warm-up (``--warmup`` seconds) to the end, as a percentage
+  (target: at most 5%);
+* after ``client.close()``: no greenlet left, every pool at rest before it, every server session taken
+  from the pool given back (counted by wrapping the pool's get/put);
+
+and the faults the proxy injected, by kind. The client connects directly (the server's hello names its own
+address, not the proxy's), so writes during a stepdown's seconds as a secondary fail with NotPrimaryError:
+there is no other member to wait for. Run by hand (``python bench/soak.py --minutes 30``); the figures
+go in the closing note. Nothing here is asserted by CI: the smoke test runs it for a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+COUNTERS = 100
+SEEDED_DOCS = 60
+BATCH_SIZE = 7
+KINDS = {"insert": 30, "increment": 30, "scan": 20, "find_one": 20}
+#: Lane n's k-th insert has _id n * LANE_SPAN + k: compact integers, so the bookkeeping of what was
+#: acknowledged does not itself grow the heap the soak measures.
+LANE_SPAN = 10_000_000
+CLIENT_OPTIONS = {"directConnection": "true", "retryWrites": "true", "retryReads": "true",
+                  "socketTimeoutMS": 3000, "connectTimeoutMS": 2000, "serverSelectionTimeoutMS": 10000,
+                  "waitQueueTimeoutMS": 5000, "maxPoolSize": 100, "heartbeatFrequencyMS": 500}
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+# -- the proxy, in a child process --------------------------------------------------------------------------------
+
+def fault_plan(seed: int, minutes: float) -> Any:
+    from tests.servers.faults import FaultPlan
+
+    # A second of refused connections every five minutes, from the first minute.
+    windows = tuple((float(start), 1.0) for start in range(60, int(minutes * 60), 300))
+    return FaultPlan(seed=seed, reset_request=0.0005, reset_reply=0.0005, truncate_reply=0.0005, stall=0.001,
+                     delay=0.02, blackhole=0.005, refuse_windows=windows, stall_seconds=(0.3, 2.5),
+                     stall_close=0.5, delay_seconds=(0.001, 0.05), uncommented=0.25)
+
+
+def proxy_main(host: str, port: int, seed: int, minutes: float, report: str) -> None:
+    """Serve the fault proxy; SIGUSR1 switches the faults off, SIGTERM writes what was injected and exits."""
+    from gevent import monkey
+
+    monkey.patch_all()
+    import gevent
+    from gevent.event import Event
+
+    from tests.servers.faults import FaultProxy
+
+    proxy = FaultProxy(host, port, fault_plan(seed, minutes), enabled=True).start()
+    done = Event()
+    gevent.signal_handler(signal.SIGUSR1, proxy.disable)
+    gevent.signal_handler(signal.SIGTERM, done.set)
+    print(proxy.port, flush=True)
+    done.wait()
+    Path(report).write_text(json.dumps({"injected": dict(proxy.injected), "faults": len(proxy.log)}))
+    proxy.stop()
+
+
+# -- the soak -----------------------------------------------------------------------------------------------------
+
+class Soak:
+    def __init__(self, driver: Any, uri: str, direct_uri: str, args: argparse.Namespace) -> None:
+        self.driver = driver
+        self.args = args
+        self.client = driver.MongoClient(uri)
+        self.direct = driver.MongoClient(direct_uri, directConnection=True, serverSelectionTimeoutMS=30000)
+        self.db = self.client.soak
+        self.stopping = False
+        self.outcomes: Counter = Counter()
+        self.minute_outcomes: Counter = Counter()
+        self.latencies: list = []  # this minute's
+        self.p99s: list = []
+        self.inserted = defaultdict(int)  # lane -> inserts attempted
+        self.insert_failed = defaultdict(list)  # lane -> k of the inserts that failed (outcome unknown)
+        self.inc_ok = [0] * COUNTERS
+        self.inc_failed = [0] * COUNTERS
+        self.stepdowns: Counter = Counter()
+        self.rss: list = []  # (seconds, bytes)
+        self.sessions_out = 0
+
+    def count_sessions(self) -> None:
+        """Wrap the client's server session pool: every session taken must be given back (or dropped there)."""
+        pool = self.client._core.server_sessions
+        get, put = pool.get, pool.put
+
+        def counted_get(*a: Any, **k: Any) -> Any:
+            self.sessions_out += 1
+            return get(*a, **k)
+
+        def counted_put(*a: Any, **k: Any) -> Any:
+            self.sessions_out -= 1
+            return put(*a, **k)
+
+        pool.get, pool.put = counted_get, counted_put
+
+    def seed(self) -> None:
+        db = self.direct.soak
+        db.command("dropDatabase")
+        db.seeded.insert_many([{"_id": i, "v": i * i} for i in range(SEEDED_DOCS)])
+        db.counters.insert_many([{"_id": k, "n": 0} for k in range(COUNTERS)])
+
+    def lane(self, lane: int) -> None:
+        import gevent
+
+        rng = random.Random(f"{self.args.seed}/lane/{lane}")
+        kinds, weights = list(KINDS), list(KINDS.values())
+        errors = self.driver.errors.PyMongoError
+        think = self.args.think_ms / 1000.0
+        while not self.stopping:
+            kind = rng.choices(kinds, weights)[0]
+            started = time.monotonic()
+            counter = k = None
+            try:
+                if kind == "insert":
+                    k = self.inserted[lane]
+                    self.inserted[lane] += 1
+                    self.db.inserts.insert_one({"_id": lane * LANE_SPAN + k})
+                elif kind == "increment":
+                    counter = rng.randrange(COUNTERS)
+                    self.db.counters.update_one({"_id": counter}, {"$inc": {"n": 1}})
+                    self.inc_ok[counter] += 1
+                elif kind == "scan":
+                    docs = list(self.db.seeded.find({}, batch_size=BATCH_SIZE).sort("_id", 1))
+                    if len(docs) != SEEDED_DOCS:
+                        self.outcomes["wrong scan"] += 1
+                else:
+                    wanted = rng.randrange(SEEDED_DOCS)
+                    if self.db.seeded.find_one({"_id": wanted}) != {"_id": wanted, "v": wanted * wanted}:
+                        self.outcomes["wrong find_one"] += 1
+                outcome = "ok"
+            except errors as exc:
+                outcome = type(exc).__name__
+                if k is not None:
+                    self.insert_failed[lane].append(k)
+                if counter is not None:
+                    self.inc_failed[counter] += 1
+            self.latencies.append(time.monotonic() - started)
+            self.outcomes[outcome] += 1
+            self.minute_outcomes[outcome] += 1
+            gevent.sleep(rng.uniform(0, 2 * think))  # think time: the pace of the workload, not a synchronisation
+
+    def stepdowns_loop(self) -> None:
+        import gevent
+
+        while not self.stopping:
+            gevent.sleep(self.args.stepdown_every)
+            if self.stopping:
+                return
+            try:
+                self.direct.admin.command({"replSetStepDown": 5, "force": True})
+                self.stepdowns["ok"] += 1
+            except self.driver.errors.PyMongoError as exc:
+                self.stepdowns[type(exc).__name__] += 1
+
+    def reporter(self, began: float) -> None:
+        import gevent
+
+        while not self.stopping:
+            gevent.sleep(10)
+            now = time.monotonic() - began
+            self.rss.append((now, rss_bytes()))
+            if int(now) % 60 < 10:
+                lat = sorted(self.latencies)
+                p99 = lat[int(0.99 * (len(lat) - 1))] if lat else 0.0
+                self.p99s.append(p99)
+                print(f"{now / 60:5.1f} min  ops {sum(self.minute_outcomes.values()):6d}  "
+                      f"{dict(self.minute_outcomes)}  p99 {p99 * 1000:.0f} ms  rss {self.rss[-1][1] / 2**20:.1f} MiB",
+                      flush=True)
+                self.latencies = []
+                self.minute_outcomes = Counter()
+
+    def check(self) -> list:
+        problems = []
+        db = self.direct.soak
+        present = {doc["_id"] for doc in db.inserts.find({}, {"_id": 1})}
+        attempted = 0
+        for lane, count in self.inserted.items():
+            attempted += count
+            failed = set(self.insert_failed[lane])
+            for k in range(count):
+                if k not in failed and lane * LANE_SPAN + k not in present:
+                    problems.append(("acknowledged insert missing", lane, k))
+        for _id in present:
+            lane, k = divmod(_id, LANE_SPAN)
+            if k >= self.inserted.get(lane, 0):
+                problems.append(("insert nobody attempted", _id))
+        for doc in db.counters.find({}):
+            low, high = self.inc_ok[doc["_id"]], self.inc_ok[doc["_id"]] + self.inc_failed[doc["_id"]]
+            if not low <= doc["n"] <= high:
+                problems.append(("counter outside its bounds", doc["_id"], doc["n"], low, high))
+        self.attempted_inserts = attempted
+        return problems[:50]
+
+
+def _root(glet: Any) -> Any:
+    while glet.parent is not None:
+        glet = glet.parent
+    return glet
+
+
+def live_greenlets() -> set:
+    """This thread's greenlets that are running or scheduled, but the hub and the caller (gevent's
+    threadpool workers live in threads of their own and are not counted)."""
+    import gevent
+    import greenlet
+
+    hub, current = gevent.get_hub(), gevent.getcurrent()
+    root = _root(current)
+    return {obj for obj in gc.get_objects()
+            if isinstance(obj, greenlet.greenlet) and obj is not hub and obj is not current and _root(obj) is root
+            and ((isinstance(obj, gevent.Greenlet) and not obj.dead) or (not isinstance(obj, gevent.Greenlet) and obj))}
+
+
+def pools_at_rest(client: Any) -> list:
+    problems = []
+    for address, server in client._core.topology.servers().items():
+        stats = server.pool.stats()
+        if stats.in_use or stats.pending or stats.waiters or stats.establishing or stats.total != stats.available:
+            problems.append((address, stats.as_dict()))
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--greenlets", type=int, default=500)
+    parser.add_argument("--think-ms", type=float, default=250.0, help="mean pause between a greenlet's operations")
+    parser.add_argument("--stepdown-every", type=float, default=120.0)
+    parser.add_argument("--warmup", type=float, default=180.0, help="seconds before memory growth is measured from")
+    parser.add_argument("--seed", type=int, default=19)
+    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--proxy", nargs=3, metavar=("HOST", "PORT", "REPORT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.proxy:
+        proxy_main(args.proxy[0], int(args.proxy[1]), args.seed, args.minutes, args.proxy[2])
+        return 0
+
+    import gevent
+    from gevent import subprocess
+
+    import greenmongo
+    from tests.servers.secantus import SecantusServer
+    from tests.waits import poll
+
+    server = SecantusServer().start()
+    report = tempfile.NamedTemporaryFile(prefix="soak-faults-", suffix=".json", delete=False).name
+    proxy = subprocess.Popen([sys.executable, __file__, "--seed", str(args.seed), "--minutes", str(args.minutes),
+                              "--proxy", server.host, str(server.port), report], cwd=ROOT, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        proxy_port = int(proxy.stdout.readline())
+        uri = f"mongodb://127.0.0.1:{proxy_port}/?" + "&".join(f"{k}={v}" for k, v in CLIENT_OPTIONS.items())
+        gc.collect()
+        baseline = live_greenlets()
+        soak = Soak(greenmongo, uri, server.uri, args)
+        soak.count_sessions()
+        soak.seed()
+        soak.client.admin.command("ping")
+        began = time.monotonic()
+        print(f"soak: {args.greenlets} greenlets for {args.minutes} min, stepdown every {args.stepdown_every} s, "
+              f"proxy pid {proxy.pid}", flush=True)
+        lanes = [gevent.spawn(soak.lane, n) for n in range(args.greenlets)]
+        helpers = [gevent.spawn(soak.stepdowns_loop), gevent.spawn(soak.reporter, began)]
+        gevent.sleep(args.minutes * 60)  # the soak's length
+        soak.stopping = True
+        gevent.joinall(lanes, timeout=60)
+        gevent.killall(helpers)
+        stuck = sum(1 for glet in lanes if not glet.dead)
+        proxy.send_signal(signal.SIGUSR1)  # faults off
+        after = Counter()
+        for n in range(50):
+            try:
+                soak.db.after.insert_one({"_id": n})
+                after["ok" if soak.db.after.find_one({"_id": n}) == {"_id": n} else "wrong"] += 1
+            except greenmongo.errors.PyMongoError as exc:
+                after[type(exc).__name__] += 1
+        poll(lambda: not pools_at_rest(soak.client), timeout=10)  # the last check-ins land
+        at_rest = pools_at_rest(soak.client)
+        soak.client.close()
+        problems = soak.check()
+        soak.direct.close()
+        poll(lambda: not live_greenlets() - baseline, timeout=10)  # closed workers end at their next wake-up
+        gc.collect()
+        leaked = live_greenlets() - baseline
+        for glet in list(leaked)[:10]:
+            print("leaked greenlet:", repr(glet)[:300], file=sys.stderr)
+    finally:
+        proxy.send_signal(signal.SIGTERM)
+        proxy.wait(timeout=30)
+        server.stop()
+    injected = json.loads(Path(report).read_text())
+    os.unlink(report)
+
+    warm = [rss for t, rss in soak.rss if t >= args.warmup]
+    growth = (warm[-1] - warm[0]) / warm[0] * 100 if len(warm) >= 2 else float("nan")
+    total = sum(v for k, v in soak.outcomes.items() if not k.startswith("wrong"))
+    figures = {
+        "minutes": args.minutes, "greenlets": args.greenlets, "operations": total,
+        "outcomes": dict(soak.outcomes), "stepdowns": dict(soak.stepdowns), "faults": injected,
+        "p99_ms_per_minute": [round(p * 1000) for p in soak.p99s],
+        "rss_mib_after_warmup": round(warm[0] / 2**20, 1) if warm else None,
+        "rss_mib_end": round(warm[-1] / 2**20, 1) if warm else None, "rss_growth_pct": round(growth, 2),
+        "inserts_attempted": soak.attempted_inserts, "problems": problems, "after_faults": dict(after),
+        "lanes_stuck": stuck, "pools_not_at_rest": at_rest, "leaked_greenlets": len(leaked),
+        "sessions_not_returned": soak.sessions_out,
+    }
+    print(json.dumps(figures, indent=1, default=str))
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, default=str))
+    healthy = (not problems and not stuck and not at_rest and not leaked and soak.sessions_out == 0
+               and after == {"ok": 50} and not growth > 5.0)
+    print("soak:", "healthy" if healthy else "NOT healthy")
+    return 0 if healthy else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
