@@ -33,6 +33,7 @@ import signal
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,7 @@ class Soak:
         self.stepdowns: Counter = Counter()
         self.rss: list = []  # (seconds, bytes)
         self.sessions_out = 0
+        self.warm_snapshot: Any = None
 
     def count_sessions(self) -> None:
         """Wrap the client's server session pool: every session taken must be given back (or dropped there)."""
@@ -192,6 +194,8 @@ class Soak:
             gevent.sleep(10)
             now = time.monotonic() - began
             self.rss.append((now, rss_bytes()))
+            if self.args.tracemalloc and self.warm_snapshot is None and now >= self.args.warmup:
+                self.warm_snapshot = tracemalloc.take_snapshot()
             if int(now) % 60 < 10:
                 lat = sorted(self.latencies)
                 p99 = lat[int(0.99 * (len(lat) - 1))] if lat else 0.0
@@ -225,25 +229,6 @@ class Soak:
         return problems[:50]
 
 
-def _root(glet: Any) -> Any:
-    while glet.parent is not None:
-        glet = glet.parent
-    return glet
-
-
-def live_greenlets() -> set:
-    """This thread's greenlets that are running or scheduled, but the hub and the caller (gevent's
-    threadpool workers live in threads of their own and are not counted)."""
-    import gevent
-    import greenlet
-
-    hub, current = gevent.get_hub(), gevent.getcurrent()
-    root = _root(current)
-    return {obj for obj in gc.get_objects()
-            if isinstance(obj, greenlet.greenlet) and obj is not hub and obj is not current and _root(obj) is root
-            and ((isinstance(obj, gevent.Greenlet) and not obj.dead) or (not isinstance(obj, gevent.Greenlet) and obj))}
-
-
 def pools_at_rest(client: Any) -> list:
     problems = []
     for address, server in client._core.topology.servers().items():
@@ -262,6 +247,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=180.0, help="seconds before memory growth is measured from")
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--tracemalloc", type=int, default=0, metavar="N",
+                        help="trace allocations; at the end print the N source lines whose memory grew most "
+                             "since the warm-up ended (slower; for finding what grows)")
     parser.add_argument("--proxy", nargs=3, metavar=("HOST", "PORT", "REPORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.proxy:
@@ -273,6 +261,7 @@ def main() -> int:
 
     import greenmongo
     from tests.servers.secantus import SecantusServer
+    from tests.api_support import live_greenlets
     from tests.waits import poll
 
     server = SecantusServer().start()
@@ -285,6 +274,8 @@ def main() -> int:
         uri = f"mongodb://127.0.0.1:{proxy_port}/?" + "&".join(f"{k}={v}" for k, v in CLIENT_OPTIONS.items())
         gc.collect()
         baseline = live_greenlets()
+        if args.tracemalloc:
+            tracemalloc.start(1)
         soak = Soak(greenmongo, uri, server.uri, args)
         soak.count_sessions()
         soak.seed()
@@ -295,6 +286,11 @@ def main() -> int:
         lanes = [gevent.spawn(soak.lane, n) for n in range(args.greenlets)]
         helpers = [gevent.spawn(soak.stepdowns_loop), gevent.spawn(soak.reporter, began)]
         gevent.sleep(args.minutes * 60)  # the soak's length
+        if soak.warm_snapshot is not None:
+            growth_by_line = tracemalloc.take_snapshot().compare_to(soak.warm_snapshot, "lineno")
+            print(f"allocations that grew most since the warm-up (top {args.tracemalloc}):")
+            for stat in growth_by_line[:args.tracemalloc]:
+                print(f"  {stat}")
         soak.stopping = True
         gevent.joinall(lanes, timeout=60)
         gevent.killall(helpers)

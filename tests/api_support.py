@@ -72,3 +72,32 @@ def scratch_database(client: Any, prefix: str) -> Iterator[Any]:
     client.drop_database(name)
     yield client[name]
     client.drop_database(name)
+
+
+def _root(glet: Any) -> Any:
+    while glet.parent is not None:
+        glet = glet.parent
+    return glet
+
+
+def live_greenlets() -> set:
+    """Every greenlet of this thread that is running or scheduled to run, but the hub and the caller: what a
+    leak check compares before and after (gevent's threadpool, which its resolver uses, has greenlets in
+    other threads: not ours)."""
+    import gc
+
+    import gevent
+    import greenlet
+
+    hub, current = gevent.get_hub(), gevent.getcurrent()
+    root = _root(current)
+    found = set()
+    for obj in gc.get_objects():
+        if not isinstance(obj, greenlet.greenlet) or obj is hub or obj is current or _root(obj) is not root:
+            continue
+        if isinstance(obj, gevent.Greenlet):
+            if not obj.dead:
+                found.add(obj)
+        elif obj:  # a raw greenlet that started and did not finish
+            found.add(obj)
+    return found

@@ -32,14 +32,13 @@ import json
 import sys
 from pathlib import Path
 
-import gevent
-import greenlet
 import pytest
 from gevent import subprocess
 
 import greenmongo
 from greenmongo import MongoClient
 from tests import fault_workload as workload
+from tests.api_support import live_greenlets
 from tests.servers.secantus import SecantusServer
 from tests.waits import poll
 
@@ -59,25 +58,6 @@ def fault_server():
         yield server
     finally:
         server.stop()
-
-
-def _root(glet):
-    while glet.parent is not None:
-        glet = glet.parent
-    return glet
-
-
-def live_greenlets() -> set:
-    """Greenlets of this thread that are running or scheduled, but the hub and the caller."""
-    hub, current = gevent.get_hub(), gevent.getcurrent()
-    root = _root(current)
-    found = set()
-    for obj in gc.get_objects():
-        if not isinstance(obj, greenlet.greenlet) or obj is hub or obj is current or _root(obj) is not root:
-            continue
-        if (isinstance(obj, gevent.Greenlet) and not obj.dead) or (not isinstance(obj, gevent.Greenlet) and obj):
-            found.add(obj)
-    return found
 
 
 def pool_at_rest(client: MongoClient) -> list:

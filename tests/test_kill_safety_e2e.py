@@ -52,6 +52,7 @@ from greenmongo import InsertOne, MongoClient, UpdateOne
 from greenmongo.errors import ConnectionFailure, GreenMongoError
 from greenmongo.net.connection import Connection
 from greenmongo.client_session import ClientSession
+from tests.api_support import live_greenlets
 from tests.servers.secantus import SecantusServer, start_with_users
 from tests.servers.throttle import ThrottleProxy
 from tests.waits import poll
@@ -443,31 +444,6 @@ def large_blob(i: int) -> str:
 
 
 # -- the checks -----------------------------------------------------------------------------------
-
-def _root(glet: Any) -> Any:
-    while glet.parent is not None:
-        glet = glet.parent
-    return glet
-
-
-def live_greenlets() -> set:
-    """Every greenlet of this thread that is running or scheduled to run, but the hub and the caller.
-
-    (gevent's threadpool, which its resolver uses, has greenlets in other threads: not ours.)
-    """
-    hub, current = gevent.get_hub(), gevent.getcurrent()
-    root = _root(current)
-    found = set()
-    for obj in gc.get_objects():
-        if not isinstance(obj, greenlet.greenlet) or obj is hub or obj is current or _root(obj) is not root:
-            continue
-        if isinstance(obj, gevent.Greenlet):
-            if not obj.dead:
-                found.add(obj)
-        elif obj:  # a raw greenlet that started and did not finish
-            found.add(obj)
-    return found
-
 
 def client_greenlets(client: MongoClient) -> set:
     """The greenlets a client runs by design: monitors, RTT monitors, pool maintenance."""
