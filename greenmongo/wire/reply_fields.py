@@ -79,33 +79,27 @@ def number(document: Mapping[str, Any], name: str, *, where: str = "", default: 
     raise malformed(_path(where, name), value, "a number")
 
 
-def string(document: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
-    value = _get(document, name, where, default)
+def _typed(container: Mapping[str, Any], name: str, where: str, default: Any, kind: Any, expected: str) -> Any:
+    value = _get(container, name, where, default)
     if value is REQUIRED:
         return default
-    if isinstance(value, str):
+    if isinstance(value, kind):
         return value
-    raise malformed(_path(where, name), value, "a string")
+    raise malformed(_path(where, name), value, expected)
+
+
+def string(document: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
+    return _typed(document, name, where, default, str, "a string")
 
 
 def document(container: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
     """An embedded document (any Mapping: the codec options' document class, RawBSONDocument)."""
-    value = _get(container, name, where, default)
-    if value is REQUIRED:
-        return default
-    if isinstance(value, Mapping):
-        return value
-    raise malformed(_path(where, name), value, "a document")
+    return _typed(container, name, where, default, Mapping, "a document")
 
 
 def array(container: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
     """A BSON array (decoded as a list)."""
-    value = _get(container, name, where, default)
-    if value is REQUIRED:
-        return default
-    if isinstance(value, list):
-        return value
-    raise malformed(_path(where, name), value, "an array")
+    return _typed(container, name, where, default, list, "an array")
 
 
 def documents(container: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED,
