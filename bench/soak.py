@@ -229,15 +229,6 @@ class Soak:
         return problems[:50]
 
 
-def pools_at_rest(client: Any) -> list:
-    problems = []
-    for address, server in client._core.topology.servers().items():
-        stats = server.pool.stats()
-        if stats.in_use or stats.pending or stats.waiters or stats.establishing or stats.total != stats.available:
-            problems.append((address, stats.as_dict()))
-    return problems
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0)
@@ -261,7 +252,7 @@ def main() -> int:
 
     import greenmongo
     from tests.servers.secantus import SecantusServer
-    from tests.api_support import live_greenlets
+    from tests.api_support import live_greenlets, pool_at_rest
     from tests.waits import poll
 
     server = SecantusServer().start()
@@ -303,8 +294,8 @@ def main() -> int:
                 after["ok" if soak.db.after.find_one({"_id": n}) == {"_id": n} else "wrong"] += 1
             except greenmongo.errors.PyMongoError as exc:
                 after[type(exc).__name__] += 1
-        poll(lambda: not pools_at_rest(soak.client), timeout=10)  # the last check-ins land
-        at_rest = pools_at_rest(soak.client)
+        poll(lambda: not pool_at_rest(soak.client), timeout=10)  # the last check-ins land
+        at_rest = pool_at_rest(soak.client)
         soak.client.close()
         problems = soak.check()
         soak.direct.close()

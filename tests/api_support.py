@@ -101,3 +101,15 @@ def live_greenlets() -> set:
         elif obj:  # a raw greenlet that started and did not finish
             found.add(obj)
     return found
+
+
+def pool_at_rest(client: Any) -> list:
+    """Every pool of the client with nothing checked out, pending, waiting or being established."""
+    problems = []
+    for address, server in client._core.topology.servers().items():
+        stats = server.pool.stats()
+        if stats.in_use or stats.pending or stats.waiters or stats.establishing or stats.total != stats.available:
+            problems.append((address, stats.as_dict()))
+        if server.operation_count:
+            problems.append((address, "operation_count", server.operation_count))
+    return problems

@@ -38,7 +38,7 @@ from gevent import subprocess
 import greenmongo
 from greenmongo import MongoClient
 from tests import fault_workload as workload
-from tests.api_support import live_greenlets
+from tests.api_support import live_greenlets, pool_at_rest
 from tests.servers.secantus import SecantusServer
 from tests.waits import poll
 
@@ -58,18 +58,6 @@ def fault_server():
         yield server
     finally:
         server.stop()
-
-
-def pool_at_rest(client: MongoClient) -> list:
-    """Every pool of the client with nothing checked out, pending, waiting or being established."""
-    problems = []
-    for address, server in client._core.topology.servers().items():
-        stats = server.pool.stats()
-        if stats.in_use or stats.pending or stats.waiters or stats.establishing or stats.total != stats.available:
-            problems.append((address, stats.as_dict()))
-        if server.operation_count:
-            problems.append((address, "operation_count", server.operation_count))
-    return problems
 
 
 def run_pymongo(server: SecantusServer, db_name: str) -> dict:
