@@ -80,20 +80,27 @@ def _root(glet: Any) -> Any:
     return glet
 
 
+def gc_instances(kind: type) -> list:
+    """Every object the collector tracks whose type is ``kind`` or a subclass. It asks ``type()``, never
+    ``isinstance()``: the latter reads ``__class__``, which raises ReferenceError on a weak proxy whose
+    referent is gone, and gc.get_objects() returns such proxies."""
+    import gc
+
+    return [obj for obj in gc.get_objects() if issubclass(type(obj), kind)]
+
+
 def live_greenlets() -> set:
     """Every greenlet of this thread that is running or scheduled to run, but the hub and the caller: what a
     leak check compares before and after (gevent's threadpool, which its resolver uses, has greenlets in
     other threads: not ours)."""
-    import gc
-
     import gevent
     import greenlet
 
     hub, current = gevent.get_hub(), gevent.getcurrent()
     root = _root(current)
     found = set()
-    for obj in gc.get_objects():
-        if not isinstance(obj, greenlet.greenlet) or obj is hub or obj is current or _root(obj) is not root:
+    for obj in gc_instances(greenlet.greenlet):
+        if obj is hub or obj is current or _root(obj) is not root:
             continue
         if isinstance(obj, gevent.Greenlet):
             if not obj.dead:

@@ -52,7 +52,7 @@ from greenmongo import InsertOne, MongoClient, UpdateOne
 from greenmongo.errors import ConnectionFailure, GreenMongoError
 from greenmongo.net.connection import Connection
 from greenmongo.client_session import ClientSession
-from tests.api_support import live_greenlets
+from tests.api_support import gc_instances, live_greenlets
 from tests.servers.secantus import SecantusServer, start_with_users
 from tests.servers.throttle import ThrottleProxy
 from tests.waits import poll
@@ -490,7 +490,7 @@ def expected_open_connections(clients: Iterable[MongoClient]) -> set:
 
 
 def open_connections() -> list:
-    return [obj for obj in gc.get_objects() if isinstance(obj, Connection) and not obj.closed]
+    return [obj for obj in gc_instances(Connection) if not obj.closed]
 
 
 def check_data(db: Any, ledger: Ledger) -> list:
@@ -547,8 +547,7 @@ class SessionCounter:
 
 
 def open_sessions(client: MongoClient) -> list:
-    return [obj for obj in gc.get_objects()
-            if isinstance(obj, ClientSession) and obj.client is client and not obj.has_ended]
+    return [obj for obj in gc_instances(ClientSession) if obj.client is client and not obj.has_ended]
 
 
 # -- the test ---------------------------------------------------------------------------------------

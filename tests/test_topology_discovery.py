@@ -6,7 +6,6 @@ import gc
 from time import monotonic
 
 import gevent
-import greenlet
 import pytest
 
 from greenmongo.errors import InvalidOperation, NotPrimaryError, ServerSelectionTimeoutError
@@ -19,6 +18,7 @@ from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
 from greenmongo.topology.monitor import Monitor
 from greenmongo.topology.rtt_monitor import RttMonitor
+from tests.api_support import gc_instances
 from tests.servers.topology_harness import Recorder, SimulatedTopology, make_topology
 from tests.waits import assert_stays, wait_until
 
@@ -193,8 +193,8 @@ def test_member_removed_from_the_set_stops_being_monitored(sim):
 
 def _our_live_greenlets():
     found = []
-    for obj in gc.get_objects():
-        if isinstance(obj, greenlet.greenlet) and not obj.dead and isinstance(obj, gevent.Greenlet):
+    for obj in gc_instances(gevent.Greenlet):
+        if not obj.dead:
             target = getattr(obj, "_run", None)
             owner = getattr(target, "__self__", None)
             if isinstance(owner, (Monitor, RttMonitor)):
