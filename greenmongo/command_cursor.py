@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, Iterator, Optional, TypeVar
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.raw import RawBSONDocument
+from greenmongo.engine.core import release_pin
 from greenmongo.engine.deadline import CursorTimeout
 from greenmongo.errors import ConnectionFailure, InvalidOperation
 from greenmongo.operations.arguments import validate_integer
@@ -147,6 +148,13 @@ class _CursorBase(Generic[DocumentT]):
         try:
             batch = self._core.get_more(state, self._timeout.for_fetch())
         except Exception as exc:
+            pin = state.pin
+            if pin is not None and pin.broken:
+                # Load balanced, the pinned connection failed (Load Balancer spec): no killCursors, since no
+                # other connection reaches that service; the cursor keeps the connection until it is closed.
+                state.close()
+                self._release_session()
+                raise
             if getattr(exc, "timeout", False) and self._timeout.csot:
                 # Out of time (a network timeout, a timeout before sending, MaxTimeMSExpired), not a broken
                 # server: the server cursor lives on and close() (or the next call, under timeoutMode
@@ -158,12 +166,12 @@ class _CursorBase(Generic[DocumentT]):
                 raise
             kill = state.handle_error(exc)
             if kill is not None:
-                self._send_kill(kill, state)
+                self._send_kill(kill, state, release=False)  # a pinned connection stays until close()
             self._release_session()  # the cursor is done: nothing (not even __del__) would give it back
             raise
         except BaseException:
             # Interrupted (Timeout, GreenletExit): do not block again; the client kills it later.
-            self._kill_later()
+            self._abandon_interrupted()
             raise
         self._accept(batch)
 
@@ -175,19 +183,34 @@ class _CursorBase(Generic[DocumentT]):
             if kill is not None:
                 self._send_kill(kill, state)
 
-    def _send_kill(self, kill: KillCursorsOperation, state: CursorState) -> None:
-        """killCursors now, in the calling greenlet; its errors are not the caller's concern."""
-        self._core.kill_cursor(kill, state, self._timeout.for_close())
+    def _send_kill(self, kill: KillCursorsOperation, state: CursorState, release: bool = True) -> None:
+        """killCursors now, in the calling greenlet; its errors are not the caller's concern. A pinned
+        connection carries it and is given back after (unless ``release`` is False)."""
+        self._core.kill_cursor(kill, state, self._timeout.for_close(), release=release)
 
     def _kill_later(self) -> None:
-        """Hand the server cursor to the client to kill with its next operation (no I/O here)."""
+        """Hand the server cursor (and a pinned connection) to the client to kill with its next operation
+        (no I/O and no listener call here: it may run in ``__del__``)."""
         state = self._state
         if state is None:
             return
         kill = state.close()
-        if kill is not None:
-            self._core.queue_kill(state.address, kill)
+        pin, state.pin = state.pin, None
+        if kill is not None or pin is not None:
+            self._core.queue_kill(state.address, kill, pin)
         self._release_session()
+
+    def _abandon_interrupted(self) -> None:
+        """A getMore was interrupted: a pinned connection closed mid-command is given back now (nothing can
+        be sent on it); otherwise the kill (and the pin) wait for the client's next operation."""
+        state = self._state
+        pin = state.pin if state is not None else None
+        if state is not None and pin is not None and pin.broken:
+            state.close()
+            release_pin(state)
+            self._release_session()
+            return
+        self._kill_later()
 
     # -- iteration ----------------------------------------------------------------------------
 
@@ -258,10 +281,14 @@ class _CursorBase(Generic[DocumentT]):
         self._closed = True
         self._buffer.clear()
         state = self._state
-        if state is not None and state.needs_kill:
-            kill = state.close()
-            if kill is not None:
-                self._send_kill(kill, state)
+        try:
+            if state is not None and state.needs_kill:
+                kill = state.close()
+                if kill is not None:
+                    self._send_kill(kill, state)
+        finally:
+            if state is not None:
+                release_pin(state)  # load balanced: the connection goes back even when nothing was killed
         self._release_session()
 
     def __enter__(self) -> "_CursorBase[DocumentT]":
@@ -273,7 +300,7 @@ class _CursorBase(Generic[DocumentT]):
     def __del__(self) -> None:
         try:
             state = self.__dict__.get("_state")
-            if state is not None and state.needs_kill:
+            if state is not None and (state.needs_kill or state.pin is not None):
                 self._kill_later()
         except Exception:
             pass

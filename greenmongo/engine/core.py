@@ -49,6 +49,8 @@ class ClientCore:
         self._pid = os.getpid()
         self.closed = False
         self._pending_kills: deque[tuple[Address, str, int]] = deque()
+        #: Pinned cursors abandoned without I/O (load-balanced mode): (their killCursors or None, the pin).
+        self._pending_pins: deque[tuple[Optional[KillCursorsOperation], Any]] = deque()
         self.server_sessions = ServerSessionPool()
         self.clock = ClusterClock()
         self._new_topology()
@@ -80,7 +82,7 @@ class ClientCore:
             if session.source is not self:
                 raise InvalidOperation("Can only use session with the MongoClient that started it")
             session.check_not_ended()
-        if self._pending_kills:
+        if self._pending_kills or self._pending_pins:
             self._flush_kills(deadline)
 
     def execute(self, operation: Operation[Any], *, session: Optional[SessionState] = None,
@@ -100,10 +102,14 @@ class ClientCore:
             bulk, run_batch or (lambda batch: executor.execute(batch, session=session, deadline=deadline)), deadline)
 
     def get_more(self, state: CursorState, deadline: Deadline = LEGACY) -> list:
-        """One getMore on the server holding the cursor, with the cursor's session."""
+        """One getMore on the server holding the cursor, with the cursor's session (and, load balanced, on
+        its pinned connection, given back once the server says the cursor is exhausted)."""
         self.check_usable(deadline=deadline)
-        return self.executor.execute(state.get_more_operation(), address=state.address, session=state.session,
-                                     deadline=deadline)
+        batch = self.executor.execute(state.get_more_operation(), address=state.address, session=state.session,
+                                      deadline=deadline, pin=state.pin)
+        if state.cursor_id == 0:
+            release_pin(state)
+        return batch
 
     def drain(self, state: Optional[CursorState], on_batch: Callable[[list], None],
               deadline: Deadline = LEGACY) -> None:
@@ -116,21 +122,34 @@ class ClientCore:
                 on_batch(self.get_more(state, deadline))
         finally:
             kill = state.close()
-            if kill is not None:
-                self.kill_cursor(kill, state, deadline.refreshed())
+            try:
+                if kill is not None:
+                    self.kill_cursor(kill, state, deadline.refreshed())
+            finally:
+                release_pin(state)
             session, state.session = state.session, None
             if session is not None and session.implicit:
                 session.end()
 
-    def kill_cursor(self, kill: KillCursorsOperation, state: CursorState, deadline: Deadline = LEGACY) -> None:
-        """killCursors now, in the calling greenlet; an interruption queues it instead."""
+    def kill_cursor(self, kill: KillCursorsOperation, state: CursorState, deadline: Deadline = LEGACY, *,
+                    release: bool = True) -> None:
+        """killCursors now, in the calling greenlet; an interruption queues it instead. A pinned cursor's
+        goes over its connection (none if that connection broke: the Load Balancer spec), which is then given
+        back whatever happened (unless ``release`` is False: the cursor keeps it until it is closed)."""
+        pin = state.pin
         try:
-            self.executor.execute(kill, address=state.address, session=state.session, deadline=deadline)
+            if pin is None or not pin.broken:
+                self.executor.execute(kill, address=state.address, session=state.session, deadline=deadline,
+                                      pin=pin)
         except Exception:
             pass  # the server reaps an abandoned cursor on its own
         except BaseException:
-            self.queue_kill(state.address, kill)
+            if pin is None or not pin.broken:
+                self.queue_kill(state.address, kill)
+            release_pin(state)  # interrupted: the cursor lets go of its connection now
             raise
+        if release:
+            release_pin(state)
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -154,9 +173,17 @@ class ClientCore:
 
     # -- killCursors queued without I/O ---------------------------------------------------------------
 
-    def queue_kill(self, address: Optional[Address], kill: KillCursorsOperation) -> None:
-        """From a cursor's ``__del__`` or an interrupted greenlet: sent with the next operation."""
-        if address is None or self.closed:
+    def queue_kill(self, address: Optional[Address], kill: Optional[KillCursorsOperation], pin: Any = None) -> None:
+        """From a cursor's ``__del__`` or an interrupted greenlet: sent with the next operation (no I/O, no
+        listener call here). A pinned cursor's ``pin`` goes too: its killCursors goes over it (unless it
+        broke) and it is given back then."""
+        if pin is not None:
+            if self.closed:
+                pin.release()  # the pool is closed: this only counts it out
+                return
+            self._pending_pins.append((kill, pin))
+            return
+        if address is None or self.closed or kill is None:
             return
         namespace = f"{kill.dbname}.{kill.collection}"
         for cursor_id in kill.cursor_ids:
@@ -170,7 +197,17 @@ class ClientCore:
         """Send queued kills to servers that are known now; keep the others for later, never wait.
 
         Under the caller's timeoutMS they share its ``deadline``; those it leaves no time for stay queued.
+        Pinned cursors' kills go first, each over its own connection, which is given back whatever happens.
         """
+        while self._pending_pins:
+            kill, pin = self._pending_pins.popleft()
+            try:
+                if kill is not None and not pin.broken and not deadline.expired():
+                    self.executor.execute(kill, address=pin.server.address, deadline=deadline, pin=pin)
+            except Exception:
+                pass  # the server reaps an abandoned cursor on its own
+            finally:
+                pin.release()
         waiting = []
         while self._pending_kills:
             if deadline.expired():
@@ -194,8 +231,8 @@ class ClientCore:
 
     @property
     def pending_kills(self) -> int:
-        """How many killCursors wait for a later operation to send them (observability, tests)."""
-        return len(self._pending_kills)
+        """How many killCursors (and pinned connections) wait for a later operation (observability, tests)."""
+        return len(self._pending_kills) + len(self._pending_pins)
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -220,6 +257,7 @@ class ClientCore:
         """
         self._pid = os.getpid()
         self._pending_kills.clear()
+        self._pending_pins.clear()  # the parent's connections: the child's pools never see them
         self.server_sessions.clear()  # the parent's server sessions stay the parent's
         old = self.topology
         self._new_topology()
@@ -232,6 +270,13 @@ class ClientCore:
     @property
     def owned_by_this_thread(self) -> bool:
         return on_hub(self._hub)
+
+
+def release_pin(state: CursorState) -> None:
+    """Give a cursor's pinned connection back (synchronous, no I/O); nothing if it has none."""
+    pin, state.pin = state.pin, None
+    if pin is not None:
+        pin.release()
 
 
 def _forget_parents_clients() -> None:

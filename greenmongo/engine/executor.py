@@ -57,6 +57,7 @@ from greenmongo.sdam.server_description import ServerDescription
 from greenmongo.sdam.server_type import ServerType
 from greenmongo.sdam.topology_type import TopologyType
 from greenmongo.wire import reply_fields
+from greenmongo.wire.versions import WIRE_5_0
 
 _PRIMARY = ReadPreference.PRIMARY.mode
 
@@ -106,8 +107,9 @@ class Executor:
 
     def execute(self, operation: Operation[Any], *, address: Optional[Address] = None,
                 read_preference: Optional[ServerMode] = None, session: Optional[SessionState] = None,
-                deadline: Deadline = LEGACY) -> Any:
-        """Run ``operation``; ``address`` pins it to one server (getMore, killCursors).
+                deadline: Deadline = LEGACY, pin: Any = None) -> Any:
+        """Run ``operation``; ``address`` pins it to one server (getMore, killCursors), ``pin`` (a
+        cursor's ``PinnedConnection``, load-balanced mode) to one connection.
 
         ``read_preference`` overrides the operation's own for server selection. Without an explicit
         ``session`` the operation gets an implicit one when the deployment supports sessions; a
@@ -120,7 +122,7 @@ class Executor:
         """
         holder = _SessionHolder(self._sessions, session, deadline)
         try:
-            result = self._execute(operation, address, read_preference, holder)
+            result = self._execute(operation, address, read_preference, holder, pin)
         except BaseException:
             holder.release()
             raise
@@ -131,12 +133,11 @@ class Executor:
         return result
 
     def _execute(self, operation: Operation[Any], address: Optional[Address], read_preference: Optional[ServerMode],
-                 holder: "_SessionHolder") -> Any:
+                 holder: "_SessionHolder", pin: Any) -> Any:
         session = holder.explicit
         transaction = None
         if operation.ends_transaction:
             assert session is not None
-            address = session.transaction.pinned_address
         elif session is not None:
             if session.in_transaction:
                 transaction = session.transaction
@@ -144,11 +145,10 @@ class Executor:
                 if operation.is_read and read_preference.mode != _PRIMARY:
                     raise InvalidOperation(
                         f"read preference in a transaction must be primary, not: {read_preference!r}")
-                address = address or transaction.pinned_address
             else:
                 session.transaction.clear_finished()  # a plain operation ends what is left of the last one
         try:
-            return self._with_retries(operation, address, read_preference, holder, transaction)
+            return self._with_retries(operation, address, read_preference, holder, transaction, pin)
         except Exception as exc:
             if operation.ends_transaction:
                 if operation.name == "commitTransaction":
@@ -158,11 +158,24 @@ class Executor:
                     session.transaction.unpin()
             raise
 
-    def _with_retries(self, operation: Operation[Any], address: Optional[Address],
+    def _with_retries(self, operation: Operation[Any], given_address: Optional[Address],
                       read_preference: Optional[ServerMode], holder: "_SessionHolder",
-                      transaction: Optional[Transaction]) -> Any:
+                      transaction: Optional[Transaction], given_pin: Any) -> Any:
         """Run ``operation``, retrying as ``retry.RetryState`` decides (Retryable Reads/Writes,
         Transactions and Client Backpressure specs); this loop only applies its decisions."""
+        session = holder.explicit
+        ending = session.transaction if operation.ends_transaction and session is not None else None
+
+        def target() -> Tuple[Optional[Address], Any]:
+            """Where this attempt goes: the transaction's pinned server and connection (recomputed each
+            attempt: a transient error unpins), else the caller's (a cursor's)."""
+            pinned_by = ending or transaction
+            if pinned_by is not None:
+                return (given_address or pinned_by.pinned_address,
+                        given_pin or pinned_by.pinned_connection)
+            return given_address, given_pin
+
+        address, pin = target()
         mode = retry_mode(is_read=operation.is_read, is_write=operation.is_write, retryable=operation.retryable,
                           ends_transaction=operation.ends_transaction, pinned=address is not None,
                           in_transaction=transaction is not None, retry_reads=self._retry_reads,
@@ -178,7 +191,7 @@ class Executor:
             try:
                 result = self._attempt(operation, address, read_preference,
                                        self._deprioritized(tried, retries.overloaded) if retries.retrying else (),
-                                       holder, tried)
+                                       holder, tried, pin)
             except _RetryNotPossible as exc:
                 error = retries.retry_not_possible(deadline)
                 # A timeout replacing the last error is chained to what stopped the retry (its selection).
@@ -198,8 +211,9 @@ class Executor:
                 # yields would block every other greenlet meanwhile (with timeoutMS=0, for ever).
                 sleep(decision.backoff)
                 holder.retrying = True
+                address, pin = target()
                 if operation.ends_transaction:
-                    address = None  # the retry selects a server afresh
+                    address = pin = None  # the retry selects a server (and a connection) afresh
                     if decision.commit_retry:
                         operation.for_retry()  # type: ignore[attr-defined]
                 if decision.restart_transaction:
@@ -227,7 +241,7 @@ class Executor:
 
     def _attempt(self, operation: Operation[Any], address: Optional[Address], read_preference: Optional[ServerMode],
                  deprioritized: Tuple[Address, ...], holder: "_SessionHolder",
-                 tried: Optional[List[Address]] = None) -> Any:
+                 tried: Optional[List[Address]] = None, pin: Any = None) -> Any:
         topology = self._topology
         preference = read_preference or operation.read_preference
         # Selection, checkout and connection establishment share min(serverSelectionTimeoutMS, what is left).
@@ -260,10 +274,15 @@ class Executor:
             holder.write_retry_supported = (description.retryable_writes_supported
                                             and getattr(operation, "acknowledged", True))
         try:
+            if pin is not None:
+                return self._run_pinned(server, pin, operation, preference, holder)
             return self._run_on_server(server, operation, preference, holder, selection_end)
         except Exception as exc:
             if holder.retryable_write:
-                add_retryable_write_label(exc, description.max_wire_version, description.server_type)
+                # A load balancer's description has no wire version: the connection's counts.
+                wire_version = description.max_wire_version
+                add_retryable_write_label(exc, holder.wire_version if wire_version is None else wire_version,
+                                          description.server_type)
             raise
         finally:
             server.end_operation()
@@ -304,22 +323,70 @@ class Executor:
 
     def _run_on_server(self, server: SelectedServer, operation: Operation[Any], read_preference: ServerMode,
                        holder: "_SessionHolder", selection_end: Optional[float] = None) -> Any:
-        with server.checkout(selection_end) as conn:
-            try:
-                return self._send(conn, server, operation, read_preference, holder)
-            except ProtocolError as exc:
-                # A reply that broke the protocol (the connection closed itself if the bytes did; a
-                # reply whose fields have the wrong types is closed here): this connection is not reused.
-                conn.close(f"malformed reply: {exc}")
-                raise
-            except (ConnectionFailure, OperationFailure) as exc:
-                if isinstance(exc, ConnectionFailure) and holder.session is not None:
-                    holder.session.mark_dirty()  # the server may still be running it: do not reuse
-                server.handle_error(exc, conn, reply=getattr(exc, "details", None))
-                raise
+        """Check a connection out, run, check it in - unless a transaction's first statement or a cursor
+        the command opened took it (load-balanced mode: ``lease.pin``); then the pin's owner gives it back."""
+        conn = server.check_out(selection_end)
+        lease = _Lease(server, conn)
+        holder.lease = lease
+        try:
+            result = self._send(conn, server, operation, read_preference, holder)
+            if (lease.pin is None and isinstance(result, CursorState) and result.needs_kill
+                    and self._topology.description.topology_type is TopologyType.LoadBalanced):
+                # Load Balancer spec: the cursor's getMores and killCursors must reach the same service.
+                lease.pin = result.pin = server.pin(conn, "cursor")
+            return result
+        except ProtocolError as exc:
+            # A reply that broke the protocol (the connection closed itself if the bytes did; a
+            # reply whose fields have the wrong types is closed here): this connection is not reused.
+            conn.close(f"malformed reply: {exc}")
+            _drop_broken_transaction_pin(lease, holder)
+            raise
+        except (ConnectionFailure, OperationFailure) as exc:
+            self._handle_error(exc, server, conn, holder)
+            raise
+        except BaseException:
+            _drop_broken_transaction_pin(lease, holder)
+            raise
+        finally:
+            holder.lease = None
+            if lease.pin is None:
+                server.check_in(conn)
+
+    def _run_pinned(self, server: SelectedServer, pin: Any, operation: Operation[Any], read_preference: ServerMode,
+                    holder: "_SessionHolder") -> Any:
+        """Run on a cursor's or transaction's pinned connection: no checkout, no check-in (its owner releases
+        it). An error still goes to SDAM with that connection; after a network error the pin stays with its
+        owner, which sends nothing more on it."""
+        conn = pin.conn
+        lease = _Lease(server, conn, pin)
+        holder.lease = lease
+        try:
+            return self._send(conn, server, operation, read_preference, holder)
+        except ProtocolError as exc:
+            # A reply that broke the protocol (the connection closed itself if the bytes did; a
+            # reply whose fields have the wrong types is closed here): this connection is not reused.
+            conn.close(f"malformed reply: {exc}")
+            _drop_broken_transaction_pin(lease, holder)
+            raise
+        except (ConnectionFailure, OperationFailure) as exc:
+            self._handle_error(exc, server, conn, holder)
+            raise
+        except BaseException:
+            _drop_broken_transaction_pin(lease, holder)
+            raise
+        finally:
+            holder.lease = None
+
+    @staticmethod
+    def _handle_error(exc: BaseException, server: SelectedServer, conn: CommandConnection,
+                      holder: "_SessionHolder") -> None:
+        if isinstance(exc, ConnectionFailure) and holder.session is not None:
+            holder.session.mark_dirty()  # the server may still be running it: do not reuse
+        server.handle_error(exc, conn, reply=getattr(exc, "details", None))
 
     def _send(self, conn: CommandConnection, server: SelectedServer, operation: Operation[Any],
               read_preference: ServerMode, holder: "_SessionHolder") -> Any:
+        holder.wire_version = conn.max_wire_version
         wire = WireInfo.from_connection(conn)
         command = operation.build(wire)
         description = self._topology.description
@@ -392,8 +459,15 @@ class Executor:
                 document = dict(read_concern.document) if read_concern is not None else {}
                 document.update(session.read_concern_extra() or {})
                 fields.read_concern = document or None  # the transaction's, sent once, on its first statement
-                pins = self._topology.description.topology_type in (TopologyType.Sharded, TopologyType.LoadBalanced)
-                transaction.statement_sent(server.address if pins else None)
+                topology_type = self._topology.description.topology_type
+                pins = topology_type in (TopologyType.Sharded, TopologyType.LoadBalanced)
+                connection = None
+                lease = holder.lease
+                if topology_type is TopologyType.LoadBalanced and lease is not None and lease.pin is None:
+                    # Load Balancer spec: the whole transaction uses this connection (kept from now on,
+                    # whatever this statement's outcome; unpinned as the Transactions spec unpins).
+                    connection = lease.pin = server.pin(lease.conn, "transaction")
+                transaction.statement_sent(server.address if pins else None, connection)
             return
         if holder.retryable_write and command.acknowledged:
             if holder.retrying and not server_description.retryable_writes_supported:
@@ -437,12 +511,33 @@ class _RetryNotPossible(Exception):
     """No server for the retry, or one without retryable writes: the first error stands."""
 
 
+class _Lease:
+    """The connection one attempt runs on, and the pin that keeps it checked out afterwards, if any."""
+
+    __slots__ = ("server", "conn", "pin")
+
+    def __init__(self, server: SelectedServer, conn: CommandConnection, pin: Any = None) -> None:
+        self.server = server
+        self.conn = conn
+        self.pin = pin
+
+
+def _drop_broken_transaction_pin(lease: _Lease, holder: "_SessionHolder") -> None:
+    """Interrupted (Timeout, GreenletExit) mid-command on a transaction's connection: it was closed, so the
+    transaction lets go of it now (nothing else would until its abort)."""
+    pin = lease.pin
+    session = holder.explicit
+    if pin is not None and pin.kind == "transaction" and pin.broken and session is not None:
+        if session.transaction.pinned_connection is pin:
+            session.transaction.unpin()
+
+
 class _SessionHolder:
     """The session one operation runs with (the caller's, or an implicit one taken on first need),
     and the operation's retry state: a retryable write keeps its txnNumber across its retry."""
 
     __slots__ = ("source", "explicit", "implicit", "retryable_write", "retrying", "txn_number",
-                 "write_retry_supported", "sent", "deadline")
+                 "write_retry_supported", "sent", "deadline", "lease", "wire_version")
 
     def __init__(self, source: Optional[SessionSource], explicit: Optional[SessionState],
                  deadline: Deadline = LEGACY) -> None:
@@ -455,6 +550,8 @@ class _SessionHolder:
         self.txn_number: Optional[int] = None
         self.write_retry_supported = False  # the selected server takes retryable writes, and it is acknowledged
         self.sent = False  # this attempt reached the wire
+        self.lease: Optional[_Lease] = None  # the attempt's connection, while it runs
+        self.wire_version: Optional[int] = None  # of the last attempt's connection
 
     @property
     def session(self) -> Optional[SessionState]:
@@ -465,9 +562,11 @@ class _SessionHolder:
             if not command.acknowledged and not self.explicit.in_transaction:
                 raise InvalidOperation("explicit sessions are incompatible with unacknowledged write concern")
             return self.explicit
-        # Implicit sessions only where the server supports sessions, never for unacknowledged writes.
+        # Implicit sessions only where the server supports sessions (a load balancer always does: Load
+        # Balancer spec), never for unacknowledged writes.
         if (self.source is None or not command.acknowledged
-                or server_description.logical_session_timeout_minutes is None):
+                or (server_description.logical_session_timeout_minutes is None
+                    and server_description.server_type is not ServerType.LoadBalancer)):
             return None
         if self.implicit is None:
             self.implicit = self.source.implicit_session()
@@ -490,7 +589,12 @@ def _deadline_io(deadline: Deadline) -> dict[str, Any]:
 
 def _wire_info(description: Any) -> WireInfo:
     hello = description.hello or {}
-    return WireInfo.from_hello({**hello, "maxWireVersion": description.max_wire_version or 0}, description.address)
+    wire_version = description.max_wire_version or 0
+    if description.server_type is ServerType.LoadBalancer:
+        # A load balancer's description stays empty (Load Balancer spec): load-balanced mode needs 5.0+, and
+        # each batch is built for the connection it goes out on anyway.
+        wire_version = WIRE_5_0
+    return WireInfo.from_hello({**hello, "maxWireVersion": wire_version}, description.address)
 
 
 def _chooses_own_preference(operation: Operation) -> bool:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from greenmongo.sdam.server_description import ServerDescription
     from greenmongo.sdam.topology_description import TopologyDescription
 
-__all__ = ["Address", "ClusterTimeSource", "CommandConnection", "SelectedServer", "ServerSelector",
+__all__ = ["Address", "ClusterTimeSource", "CommandConnection", "PinnedConnection", "SelectedServer", "ServerSelector",
            "ServerSessionSource", "SessionSource"]
 
 
@@ -82,6 +82,19 @@ class CommandConnection(Protocol):
     def close(self, reason: Optional[str] = None) -> None: ...
 
 
+class PinnedConnection(Protocol):
+    """A connection a cursor or transaction keeps between commands (load-balanced mode)."""
+
+    conn: Any
+    kind: str
+    released: bool
+
+    @property
+    def broken(self) -> bool: ...
+
+    def release(self) -> None: ...
+
+
 class SelectedServer(Protocol):
     """A server chosen by selection: check out a connection, report errors, then end the operation."""
 
@@ -92,6 +105,14 @@ class SelectedServer(Protocol):
     def description(self) -> "ServerDescription": ...
 
     def checkout(self, deadline: Optional[float] = None) -> ContextManager[CommandConnection]: ...
+
+    def check_out(self, deadline: Optional[float] = None) -> Any:
+        """A connection of this server's pool (establishment errors already reported to SDAM)."""
+
+    def check_in(self, conn: Any) -> None: ...
+
+    def pin(self, conn: Any, kind: str) -> "PinnedConnection":
+        """Keep ``conn`` checked out for a cursor or a transaction (``kind``) until the pin is released."""
 
     def handle_error(self, error: BaseException, conn: Any = None, *,
                      reply: Optional[Mapping[str, Any]] = None) -> object:

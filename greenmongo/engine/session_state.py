@@ -124,8 +124,10 @@ class SessionState:
         return None
 
     def end(self) -> None:
-        """Give the server session back to the pool (no I/O); the session cannot be used afterwards."""
+        """Give the server session (and a connection a transaction still holds) back (no I/O); the session
+        cannot be used afterwards."""
         self.ended = True
+        self.transaction.unpin()
         server_session, self._server_session = self._server_session, None
         if server_session is not None:
             self.source.return_server_session(server_session)

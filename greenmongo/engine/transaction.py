@@ -107,6 +107,9 @@ class Transaction:
         self.state = TransactionState.NONE
         self.options: Optional[TransactionOptions] = None
         self.pinned_address: Optional[Address] = None
+        #: Load-balanced mode: the connection every statement, the commit and the abort use (opaque here: an
+        #: object whose ``release()`` gives it back to its pool, synchronously and without I/O).
+        self.pinned_connection: Any = None
         self.recovery_token: Optional[Mapping[str, Any]] = None
         self.attempt = 0
 
@@ -126,13 +129,17 @@ class Transaction:
         self.state = TransactionState.STARTING
         self.options = options
 
-    def statement_sent(self, address: Optional[Address] = None) -> None:
+    def statement_sent(self, address: Optional[Address] = None, connection: Any = None) -> None:
         """A statement went out: later ones no longer carry startTransaction. ``address`` pins the
-        transaction to that server (a mongos or load balancer: the first statement's pins it)."""
+        transaction to that server (a mongos or load balancer: the first statement's pins it), and
+        ``connection`` to that connection (load-balanced mode), until ``unpin``."""
         if self.state is TransactionState.STARTING:
             self.state = TransactionState.IN_PROGRESS
             if address is not None:
                 self.pinned_address = address
+            if connection is not None:
+                self._release_connection()
+                self.pinned_connection = connection
 
     def resend_first_statement(self) -> None:
         """The first statement is being retried: it must start the transaction again."""
@@ -140,8 +147,15 @@ class Transaction:
             self.state = TransactionState.STARTING
 
     def unpin(self) -> None:
-        """Forget the pinned server: after a transient error, or before a commit/abort retry selects afresh."""
+        """Forget the pinned server and give back the pinned connection: after a transient error, an abort,
+        before a commit/abort retry selects afresh, and when the session ends."""
         self.pinned_address = None
+        self._release_connection()
+
+    def _release_connection(self) -> None:
+        connection, self.pinned_connection = self.pinned_connection, None
+        if connection is not None:
+            connection.release()
 
     def observe_recovery_token(self, token: Mapping[str, Any]) -> None:
         """A sharded transaction's recoveryToken, sent with commit/abort so another mongos can finish it."""
@@ -180,7 +194,7 @@ class Transaction:
             raise InvalidOperation("Cannot call abortTransaction twice")
         self.state = TransactionState.ABORTED
         if state is not TransactionState.IN_PROGRESS:
-            self.pinned_address = None  # nothing to send: the pin ends here
+            self.unpin()  # nothing to send: the pin ends here
             return False
         return True
 
@@ -188,7 +202,7 @@ class Transaction:
         """A non-transaction operation on the session ends what is left of the last transaction (and its pin)."""
         self.state = TransactionState.NONE
         self.options = None
-        self.pinned_address = None
+        self.unpin()
         self.recovery_token = None
         self.attempt = 0
 

@@ -82,10 +82,18 @@ def apply_hello(conn: Connection, reply: Mapping[str, Any], *, via_op_msg: bool)
     conn.supports_op_msg = via_op_msg or conn.max_wire_version >= OP_MSG_MIN_WIRE_VERSION
     conn.hello_ok = via_op_msg or bool(reply.get("helloOk", False))
     conn.service_id = reply.get("serviceId")
+    if conn.service_id is None and settings.load_balanced and settings.service_id_from_process_id:
+        conn.service_id = _process_id(reply)
     if settings.load_balanced and conn.service_id is None:
         raise ConfigurationError(LOAD_BALANCER_UNSUPPORTED)
     chosen = negotiate(settings.compressors, reply.get("compression") or ())
     conn.compressor = get_compressor(chosen, settings.zlib_compression_level) if chosen else None
+
+
+def _process_id(reply: Mapping[str, Any]) -> Any:
+    """``topologyVersion.processId`` of a hello reply, or None."""
+    topology_version = reply.get("topologyVersion")
+    return topology_version.get("processId") if isinstance(topology_version, Mapping) else None
 
 
 def perform_handshake(

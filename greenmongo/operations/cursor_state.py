@@ -7,7 +7,7 @@ its batch from ``GetMoreOperation.parse``. It knows when to ask for more
 (``needs_get_more``), how many (the user's batch size, capped by what is left
 of the limit), and when the server-side cursor must be killed (``close``).
 getMore and killCursors must go to ``address``, the server that created the
-cursor (and to the pinned connection when load balanced).
+cursor, and in load-balanced mode over ``pin``, the connection that created it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class CursorState:
 
     __slots__ = ("cursor_id", "namespace", "address", "limit", "batch_size", "get_more_max_time_ms",
                  "comment", "tailable", "await_data", "exhaust", "codec_options", "retrieved", "first_batch",
-                 "post_batch_resume_token", "at_cluster_time", "session", "_dead", "_no_more")
+                 "post_batch_resume_token", "at_cluster_time", "session", "pin", "_dead", "_no_more")
 
     def __init__(self, cursor_id: int, namespace: str, *, address: Any = None, first_batch: Optional[list[Any]] = None,
                  limit: int = 0, batch_size: int = 0, get_more_max_time_ms: Optional[int] = None,
@@ -52,6 +52,9 @@ class CursorState:
         self.at_cluster_time = at_cluster_time
         #: The session the cursor's getMores and killCursors use (set by the executor; opaque here).
         self.session: Any = None
+        #: Load-balanced mode: the connection the cursor was opened on, kept for its getMores and killCursors
+        #: until it is exhausted or closed (set and released by the engine; opaque here).
+        self.pin: Any = None
         self._dead = False
         self._no_more = False
         self.first_batch = self._take(list(first_batch or ()))

@@ -16,6 +16,7 @@ driver uses (seconds for times, None for "no limit").
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from greenmongo.bson.codec_options import CodecOptions
@@ -394,7 +395,8 @@ class ClientOptions:
             connect_timeout=self.connect_timeout, socket_timeout=self.socket_timeout, tls=self._tls,
             proxy=self._proxy, compressors=self.compressors, zlib_compression_level=self.zlib_compression_level,
             appname=self.appname, driver_info=self._driver_chain, server_api=self.server_api,
-            load_balanced=self.load_balanced)
+            load_balanced=self.load_balanced,
+            service_id_from_process_id=self.load_balanced and mock_service_id_requested())
 
     def topology_settings(self) -> Any:
         """``greenmongo.sdam.settings.TopologySettings`` for discovery and server selection."""
@@ -425,6 +427,15 @@ class ClientOptions:
     def __repr__(self) -> str:
         return (f"ClientOptions(seeds={list(self._seeds)!r}, database={self._database!r}, "
                 f"options={self._options!r}, credentials={self._credentials!r})")
+
+
+#: Set (to 1) in a test environment whose load-balanced services send no ``serviceId``: the Load Balancer
+#: tests' README has drivers take it from ``topologyVersion.processId`` then. Read when a client is made.
+MOCK_SERVICE_ID_VARIABLE = "GREENMONGO_TEST_MOCK_SERVICE_ID"
+
+
+def mock_service_id_requested() -> bool:
+    return os.environ.get(MOCK_SERVICE_ID_VARIABLE, "").strip().lower() in ("1", "true", "yes")
 
 
 def iter_option_names() -> Iterable[str]:

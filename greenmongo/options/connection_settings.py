@@ -84,6 +84,9 @@ class ConnectionSettings:
     driver_info: Any = None
     server_api: Optional[ServerApi] = None
     load_balanced: bool = False
+    #: The Load Balancer tests' mode: a hello reply without ``serviceId`` gets its
+    #: ``topologyVersion.processId`` as one (for test deployments whose services do not send it).
+    service_id_from_process_id: bool = False
     #: Ask for CRC-32C on requests we send (replies carrying one are always accepted).
     send_checksums: bool = False
     #: TCP keepalive idle time, capped so idle pooled sockets are not dropped by middleboxes.

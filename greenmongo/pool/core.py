@@ -148,6 +148,11 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
             return entry is not None and generation != entry[0]
         return generation != self._generation
 
+    def service_generation(self, service_id: ObjectId) -> int:
+        """The current generation of ``service_id``'s connections (load-balanced mode; 0 for a new service)."""
+        entry = self._service_generations.get(service_id)
+        return entry[0] if entry is not None else 0
+
     def mark_pinned(self, conn: ConnT, kind: Optional[str]) -> None:
         """Record that a cursor or transaction owns ``conn`` (load-balanced mode), or no longer does."""
         record = self.describe(conn)
@@ -491,10 +496,12 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
     def _return_reason(self, record: PooledConnection) -> Optional[str]:
         if self._state == PoolState.CLOSED:
             return _Closed.POOL_CLOSED
-        if record.interrupted or self.stale(record.generation, record.service_id):
+        if record.interrupted:
             return _Closed.STALE
-        if record.conn.closed:
+        if record.conn.closed:  # before staleness, as PyMongo: a network error clears the pool, then comes back
             return _Closed.ERROR
+        if self.stale(record.generation, record.service_id):
+            return _Closed.STALE
         return None
 
     def _keep_or_close(self, record: PooledConnection) -> Optional[str]:

@@ -209,6 +209,8 @@ def decide_application_error(description: TopologyDescription, pool_generation: 
     serviceId's connections, in load-balanced mode).
     """
     load_balanced = description.topology_type is TopologyType.LoadBalanced
+    if load_balanced and not error.completed_handshake and error.service_id is None:
+        return IGNORE  # Load Balancer spec: errors before the hello completed (no service yet) are ignored
     if is_stale_error(description, pool_generation, error):
         return IGNORE
 

@@ -38,17 +38,19 @@ _POOL_ERRORS = (PoolClearedError, PoolClosedError, WaitQueueTimeoutError)
 class _AuthTracker:
     """Wraps an Authenticator to remember whether authentication had begun when an error came."""
 
-    __slots__ = ("_inner", "started")
+    __slots__ = ("_inner", "started", "service_id")
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.started = False
+        self.service_id: Any = None
 
     def handshake_fields(self) -> Mapping[str, Any]:
         return self._inner.handshake_fields()
 
     def authenticate(self, conn: Any, hello_reply: Mapping[str, Any]) -> None:
         self.started = True
+        self.service_id = getattr(conn, "service_id", None)
         self._inner.authenticate(conn, hello_reply)
 
 
@@ -59,7 +61,8 @@ def pooled_connection_factory(address: Address, open_connection: Callable[..., A
     A network error or timeout before authentication starts gets the
     SystemOverloadedError/RetryableError labels (client backpressure): SDAM
     then leaves the server and its pool alone. Errors during authentication
-    are left unlabelled and mark the server Unknown.
+    are left unlabelled and mark the server Unknown; in load-balanced mode they carry the serviceId
+    the handshake named (``_service_id``), whose connections SDAM then clears.
     """
     def factory(connection_id: int, deadline: Optional[float] = None) -> Any:
         tracker = _AuthTracker(make_authenticator()) if make_authenticator is not None else None
@@ -68,9 +71,48 @@ def pooled_connection_factory(address: Address, open_connection: Callable[..., A
         except ConnectionFailure as exc:
             if tracker is None or not tracker.started:
                 add_backpressure_labels(exc)
+            elif tracker.service_id is not None:
+                exc._service_id = tracker.service_id  # type: ignore[attr-defined]
+            raise
+        except OperationFailure as exc:
+            if tracker is not None and tracker.started and tracker.service_id is not None:
+                exc._service_id = tracker.service_id  # type: ignore[attr-defined]
             raise
 
     return factory
+
+
+class PinnedConnection:
+    """A connection a cursor or a transaction keeps checked out between its commands (Load Balancer spec:
+    every command of a cursor or transaction must reach the same service behind the load balancer).
+
+    ``release()`` checks it back in, once; it is synchronous and sends nothing, so it is safe in
+    ``finally`` blocks and in a greenlet that is being killed. The executor runs commands on ``conn``
+    without checking it out again (one CMAP checkout and check-in per pin).
+    """
+
+    __slots__ = ("server", "conn", "kind", "released")
+
+    def __init__(self, server: "Server", conn: "Connection", kind: str) -> None:
+        self.server = server
+        self.conn = conn
+        self.kind = kind  # "cursor" or "transaction": what the pool counts it as
+        self.released = False
+
+    @property
+    def broken(self) -> bool:
+        """The connection was closed (a network error, an interruption mid-command): send nothing more on it."""
+        return self.conn.closed
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        self.server.check_in(self.conn)
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else "broken" if self.broken else "held"
+        return f"<PinnedConnection {self.kind} conn={getattr(self.conn, 'id', '?')} {state}>"
 
 
 class Server:
@@ -124,19 +166,33 @@ class Server:
         here: call :meth:`handle_error` with the connection inside the block,
         before it is checked in, so the error is judged by its generation.
         """
-        generation = self.pool.generation
-        try:
-            conn = self.pool.check_out(deadline)
-        except _POOL_ERRORS:
-            raise
-        except (ConnectionFailure, OperationFailure) as exc:
-            self.handle_error(exc, None, completed_handshake=False, generation=generation,
-                              is_auth_error=isinstance(exc, OperationFailure))
-            raise
+        conn = self.check_out(deadline)
         try:
             yield conn
         finally:
             self.pool.check_in(conn)
+
+    def check_out(self, deadline: Optional[float] = None) -> "Connection":
+        """A connection from the pool (see :meth:`checkout`); the caller checks it in or pins it."""
+        generation = self.pool.generation
+        try:
+            return self.pool.check_out(deadline)
+        except _POOL_ERRORS:
+            raise
+        except (ConnectionFailure, OperationFailure) as exc:
+            self.handle_error(exc, None, completed_handshake=False, generation=generation,
+                              is_auth_error=isinstance(exc, OperationFailure),
+                              service_id=getattr(exc, "_service_id", None))
+            raise
+
+    def check_in(self, conn: "Connection") -> None:
+        self.pool.check_in(conn)
+
+    def pin(self, conn: "Connection", kind: str) -> "PinnedConnection":
+        """Hand a checked-out connection to a cursor or a transaction (``kind``), load-balanced mode: it
+        stays checked out, counted as theirs, until the pin is released."""
+        self.pool.mark_pinned(conn, kind)
+        return PinnedConnection(self, conn, kind)
 
     def handle_error(
         self,
@@ -147,20 +203,22 @@ class Server:
         reply: Optional[Mapping[str, Any]] = None,
         generation: Optional[int] = None,
         is_auth_error: bool = False,
+        service_id: Any = None,
     ) -> ErrorDecision:
         """Apply SDAM's handling of an application error (mark Unknown, clear the pool, check now...).
 
         ``conn`` is the checked-out connection the error happened on (its
         generation, wire version and serviceId matter); None for an error
         while establishing one, with ``generation`` the pool's generation
-        from before the attempt.
+        from before the attempt (``service_id``: the service the failed connection's handshake named,
+        if it got that far; load-balanced mode).
         """
         if isinstance(error, _POOL_ERRORS):
             return NOTHING
         topology = self._topology_ref()
         if topology is None:
             return NOTHING
-        max_wire_version = service_id = None
+        max_wire_version = None
         if conn is not None:
             max_wire_version = getattr(conn, "max_wire_version", None)
             service_id = getattr(conn, "service_id", None)
@@ -171,6 +229,8 @@ class Server:
                     generation = None
         if generation is None:
             generation = self.pool.generation
+        if conn is None and service_id is not None:
+            generation = self.pool.service_generation(service_id)
         return topology.handle_application_error(
             self.address, error, generation=generation, completed_handshake=completed_handshake,
             max_wire_version=max_wire_version, service_id=service_id, reply=reply, is_auth_error=is_auth_error)
