@@ -3,11 +3,12 @@
 Every ``SERVER`` and ``DEPLOYMENT`` entry of spec/unified/known_failures.py claims that PyMongo 4.20
 fails the case the same way against the same server. This runs exactly those cases through the
 unified runner with the PyMongo driver (deployment cases included, as ``GREENMONGO_UNIFIED_RUN_ALL=1``
-would), then with greenmongo for comparison, each suite on a fresh SecantusDB as in the test suite,
-and writes ``spec/unified/pymongo_evidence.json``: per case the outcome (``failed`` / ``passed`` /
-``skipped``) and the error's first line for each driver, with the PyMongo, SecantusDB and greenmongo
-versions and the date. tests/test_known_failures_evidence.py checks every such entry has a record
-in which PyMongo failed.
+would), then with greenmongo for comparison, each suite on a fresh SecantusDB as in the test suite
+(``KNOWN_FAILURES_LOAD_BALANCED``' cases behind the loopback load balancers, as
+spec/test_unified_load_balanced.py runs them; their keys are ``load-balanced:<case id>``), and writes
+``spec/unified/pymongo_evidence.json``: per case the outcome (``failed`` / ``passed`` / ``skipped``) and
+the error's first line for each driver, with the PyMongo, SecantusDB and greenmongo versions and the
+date. tests/test_known_failures_evidence.py checks every such entry has a record in which PyMongo failed.
 """
 
 from __future__ import annotations
@@ -21,29 +22,54 @@ from pathlib import Path
 from typing import Any, Optional
 
 from spec.support import spec_dir
-from spec.unified.known_failures import DEPLOYMENT, KNOWN_FAILURES, SERVER
+from spec.unified.known_failures import (
+    DEPLOYMENT,
+    KNOWN_FAILURES,
+    KNOWN_FAILURES_LOAD_BALANCED,
+    LOAD_BALANCED,
+    REPLICA_SET,
+    SERVER,
+)
 
 EVIDENCE_FILE = Path(__file__).resolve().parent / "unified" / "pymongo_evidence.json"
 KINDS = (SERVER, DEPLOYMENT)
 _ERROR_CHARS = 400
 
 
+#: Evidence keys of cases run against the loopback load balancers start with this.
+LOAD_BALANCED_PREFIX = LOAD_BALANCED + ":"
+
+
 def evidence_cases() -> dict[str, str]:
-    """Case id -> kind, for the known failures PyMongo must fail too."""
-    return {case_id: kind for case_id, (kind, _) in KNOWN_FAILURES.items() if kind in KINDS}
+    """Evidence key -> kind, for the known failures PyMongo must fail too (the case id; for the
+    load-balanced run's, ``load-balanced:<case id>``)."""
+    cases = {case_id: kind for case_id, (kind, _) in KNOWN_FAILURES.items() if kind in KINDS}
+    cases.update({LOAD_BALANCED_PREFIX + case_id: kind
+                  for case_id, (kind, _) in KNOWN_FAILURES_LOAD_BALANCED.items() if kind in KINDS})
+    return cases
 
 
-def suite_of_case(case_id: str) -> str:
-    """The unified suite folder (as the test modules list them) whose files hold ``case_id``."""
+def split_key(key: str) -> tuple[str, str]:
+    """An evidence key -> (deployment, case id)."""
+    if key.startswith(LOAD_BALANCED_PREFIX):
+        return LOAD_BALANCED, key[len(LOAD_BALANCED_PREFIX):]
+    return REPLICA_SET, key
+
+
+def suite_of_case(key: str) -> str:
+    """The unified suite folder (as the test modules list them) whose files hold the case."""
     from spec.test_unified_format import VALID_PASS
+    from spec.test_unified_load_balanced import LOAD_BALANCED_SUITES
     from spec.test_unified_suites import UNIFIED_SUITES
 
+    deployment, case_id = split_key(key)
     file_part = case_id.split("::", 1)[0]
     folder = file_part.rsplit("/", 1)[0]
-    for suite in [*UNIFIED_SUITES, VALID_PASS]:
+    suites = LOAD_BALANCED_SUITES if deployment == LOAD_BALANCED else [*UNIFIED_SUITES, VALID_PASS]
+    for suite in suites:
         if folder == suite:
             return suite
-    raise LookupError(f"{case_id}: no unified suite folder {folder!r} in spec/test_unified_suites.py")
+    raise LookupError(f"{key}: no unified suite folder {folder!r} in the {deployment} test module")
 
 
 def _summary(exc: BaseException) -> str:
@@ -65,22 +91,23 @@ def run_cases(driver: str, cases: dict[str, str]) -> tuple[dict[str, dict], dict
     results: dict[str, dict] = {}
     facts: dict[str, Any] = {}
     try:
-        for case_id in sorted(cases, key=lambda c: (suite_of_case(c), c)):
+        for key in sorted(cases, key=lambda c: (split_key(c)[0], suite_of_case(c), c)):
+            deployment, case_id = split_key(key)
             file_part, description = case_id.split("::", 1)
             path = spec_dir() / file_part
-            case = UnifiedCase(suite_of_case(case_id), path, test_descriptions(path).index(description))
-            print(f"[{driver}] {case_id}", file=sys.stderr, flush=True)
-            context = servers.context_for(case.suite)
+            case = UnifiedCase(suite_of_case(key), path, test_descriptions(path).index(description), deployment)
+            print(f"[{driver}] {key}", file=sys.stderr, flush=True)
+            context = servers.context_for(case.suite, case.deployment)
             facts.setdefault("driver_version", context.adapter.version)
             facts.setdefault("server_version", ".".join(str(part) for part in context.server.version))
             try:
                 run_test(context, case.path, case.index)
             except (NotSupported, pytest.skip.Exception) as exc:
-                results[case_id] = {"outcome": "skipped", "error": _summary(exc)}
+                results[key] = {"outcome": "skipped", "error": _summary(exc)}
             except (Exception, pytest.fail.Exception) as exc:  # a MatchError, a driver error, a timeout...
-                results[case_id] = {"outcome": "failed", "error": _summary(exc)}
+                results[key] = {"outcome": "failed", "error": _summary(exc)}
             else:
-                results[case_id] = {"outcome": "passed", "error": None}
+                results[key] = {"outcome": "passed", "error": None}
     finally:
         servers.close()
     return results, facts
@@ -94,8 +121,9 @@ def collect(only: Optional[list[str]] = None) -> dict:
     greenmongo_results, greenmongo_facts = run_cases("greenmongo", cases)
     return {
         "about": "spec/unified/known_failures.py's SERVER and DEPLOYMENT cases run with PyMongo (and greenmongo, "
-                 "for comparison) against SecantusDB by `python -m spec evidence`; outcome failed/passed/skipped "
-                 "and the first line of the error",
+                 "for comparison) against SecantusDB by `python -m spec evidence` (keys load-balanced:<case>: "
+                 "against SecantusDB behind the loopback load balancers, tests/servers/load_balancer.py); outcome "
+                 "failed/passed/skipped and the first line of the error",
         "date": datetime.date.today().isoformat(),
         "pymongo_version": pymongo_facts.get("driver_version"),
         "greenmongo_version": greenmongo_facts.get("driver_version"),

@@ -94,6 +94,13 @@ def unified(suite: str, reason: str, category: str, why: str, files: str = "*") 
     return Allowed(f"spec/test_unified_suites.py::test_unified[{suite}/{files}]", reason, category, why)
 
 
+def unified_lb(suite: str, reason: str, category: str, why: str, files: str = "*") -> Allowed:
+    """An entry for cases of one unified suite folder run against the load balancers
+    (spec/test_unified_load_balanced.py)."""
+    return Allowed(f"spec/test_unified_load_balanced.py::test_unified_load_balanced[{suite}/{files}]", reason,
+                   category, why)
+
+
 def unified_format(kind: str, reason: str, category: str, why: str, files: str = "*") -> Allowed:
     folder = kind.replace("_", "-")
     return Allowed(f"spec/test_unified_format.py::test_{kind}[unified-test-format/tests/{folder}/{files}]",
@@ -108,6 +115,7 @@ def _peer_driver() -> bool:
 _RUN_ON = r"runOnRequirements not met: "
 _OLDER = _RUN_ON + r"maxServerVersion [\d.]+ < server 8\.2\.\d+"
 _TOPOLOGY = _RUN_ON + r"topologies \[[^\]]*\] exclude replicaset"
+_TOPOLOGY_LB = _RUN_ON + r"topologies \[[^\]]*\] exclude load-balanced"
 _AUTH = _RUN_ON + r"auth required \(the suite's connection has no credentials\)$"
 _CSFLE = _RUN_ON + r"csfle required \(libmongocrypt support is not available\)$"
 _PYMONGO_SHAPED = r"^PyMongo-shaped API: "
@@ -115,7 +123,11 @@ _PYMONGO_SHAPED = r"^PyMongo-shaped API: "
 _WHY_OLDER = ("tests of older servers' behaviour: their maxServerVersion is below the 8.2.11 SecantusDB "
               "reports")
 _WHY_TOPOLOGY = ("written for a standalone, sharded or load-balanced deployment; the unified suites run on a "
-                 "one-member SecantusDB replica set")
+                 "one-member SecantusDB replica set (the cases that allow a load-balanced deployment also run "
+                 "behind the loopback load balancers, spec/test_unified_load_balanced.py)")
+_WHY_TOPOLOGY_LB = ("written for a standalone, replica set or sharded deployment only; the load-balanced run is "
+                    "SecantusDB behind the loopback load balancers (the replica-set run, spec/test_unified_suites.py, "
+                    "has the cases that allow a replica set)")
 _WHY_AUTH = ("needs authentication on the suite's server (authentication errors in the handshake); the "
              "unified suites' SecantusDB runs without credentials")
 _WHY_COUNT = "Collection.count was removed in PyMongo 4 (count_documents / estimated_document_count replace it)"
@@ -182,7 +194,8 @@ DEPLOYMENT_ENTRIES = [
     unified("sessions/tests", _TOPOLOGY, DEPLOYMENT, _WHY_TOPOLOGY),
     unified("transactions/tests/unified", _TOPOLOGY, DEPLOYMENT,
             "transactions on sharded clusters and load balancers (mongos pinning, recovery tokens); the "
-            "unified suites run on a one-member SecantusDB replica set"),
+            "unified suites run on a one-member SecantusDB replica set (the load-balanced cases run in "
+            "spec/test_unified_load_balanced.py)"),
     unified_format("valid_pass", _TOPOLOGY, DEPLOYMENT, _WHY_TOPOLOGY),
     unified("retryable-reads/tests/unified", _AUTH, DEPLOYMENT, _WHY_AUTH),
     unified("retryable-writes/tests/unified", _AUTH, DEPLOYMENT, _WHY_AUTH),
@@ -194,6 +207,41 @@ DEPLOYMENT_ENTRIES = [
       for topology, needs in (("replica-set", "a 3-member replica set"),
                               ("sharded", "a sharded cluster with two mongoses"),
                               ("load-balanced", "a load-balanced sharded cluster"))),
+]
+
+_LB_SUITES = ("load-balancers/tests", "crud/tests/unified", "retryable-reads/tests/unified",
+              "retryable-writes/tests/unified", "sessions/tests", "transactions/tests/unified",
+              "change-streams/tests/unified")
+
+#: The unified suites against the loopback load balancers (spec/test_unified_load_balanced.py).
+LOAD_BALANCED_ENTRIES = [
+    *(unified_lb(suite, _OLDER, REQUIREMENT, _WHY_OLDER)
+      for suite in ("change-streams/tests/unified", "crud/tests/unified", "retryable-writes/tests/unified",
+                    "sessions/tests")),
+    unified_lb("transactions/tests/unified", r"^skipReason: DRIVERS-2032: ", REQUIREMENT,
+               "the spec test itself is marked skipped until DRIVERS-2032 (pinned servers' selectability)",
+               files="retryable-*-handshake.json::*"),
+    unified_lb("load-balancers/tests", r"^skipReason: servers have not implemented LB support yet", REQUIREMENT,
+               "the spec test itself is marked skipped: no server fails the handshake of a client that is not in "
+               "load-balanced mode yet", files="lb-connection-establishment.json::*"),
+    *(unified_lb(suite, _TOPOLOGY_LB, DEPLOYMENT, _WHY_TOPOLOGY_LB) for suite in _LB_SUITES),
+    *(unified_lb(suite, _AUTH, DEPLOYMENT, _WHY_AUTH)
+      for suite in ("load-balancers/tests", "retryable-reads/tests/unified", "retryable-writes/tests/unified")),
+    *(unified_lb(suite, _PYMONGO_SHAPED + r"PyMongo 4 removed Collection\.count ", NOT_IN_PYMONGO, _WHY_COUNT)
+      for suite in ("crud/tests/unified", "retryable-reads/tests/unified", "transactions/tests/unified")),
+    unified_lb("crud/tests/unified", r"^PyMongo 4\.20 has no rawData option", NOT_IN_PYMONGO, _WHY_RAW_DATA),
+    unified_lb("retryable-reads/tests/unified", _PYMONGO_SHAPED + r"PyMongo 4 removed map_reduce$", NOT_IN_PYMONGO,
+               "Collection.map_reduce was removed in PyMongo 4"),
+    unified_lb("retryable-reads/tests/unified", _PYMONGO_SHAPED + r"list_databases returns documents$",
+               NOT_IN_PYMONGO, "listDatabaseObjects: PyMongo has no list_database_objects (list_databases yields "
+               "documents)"),
+    unified_lb("retryable-reads/tests/unified", _PYMONGO_SHAPED + r"list_collections returns documents$",
+               NOT_IN_PYMONGO, "listCollectionObjects: PyMongo has no list_collection_objects (list_collections "
+               "yields documents)"),
+    unified_lb("load-balancers/tests", r"^greenmongo's Collection\.list_indexes has no 'batchSize' parameter",
+               NOT_IN_PYMONGO, "PyMongo 4.20's Collection.list_indexes takes no batch size (session and comment "
+               "only), so greenmongo's takes none; PyMongo's own runner skips this case the same way",
+               files="cursors.json::listIndexes pins the cursor to a connection"),
 ]
 
 #: What the test exercises is not in PyMongo 4.20's API, so not in greenmongo's.
@@ -270,6 +318,7 @@ LEDGER: list[Allowed] = [
     *ENVIRONMENT_ENTRIES,
     *REQUIREMENT_ENTRIES,
     *DEPLOYMENT_ENTRIES,
+    *LOAD_BALANCED_ENTRIES,
     *NOT_IN_PYMONGO_ENTRIES,
     *DECISION_ENTRIES,
     *NOT_BUILT_ENTRIES,

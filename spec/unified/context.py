@@ -78,9 +78,12 @@ class ServerInfo:
 class UnifiedContext:
     """The session-wide state of the unified runner (one per server)."""
 
-    def __init__(self, adapter: DriverAdapter, uri: str) -> None:
+    def __init__(self, adapter: DriverAdapter, uri: str, load_balancers: Optional[Mapping[str, str]] = None) -> None:
+        """``load_balancers``: SINGLE_MONGOS_LB_URI and MULTI_MONGOS_LB_URI when ``uri`` is the former (the
+        load-balanced deployment); otherwise they come from the environment, if at all."""
         self.adapter = adapter
         self.uri = uri
+        self.load_balancers = dict(load_balancers or {})
         self.connection = ConnectionString(uri)
         self._closing: list = []
         self.internal_client = adapter.MongoClient(self.connection.host_uri(), **self.connection.options)
@@ -166,7 +169,7 @@ class UnifiedContext:
             hosts = hosts[:1]
         if self.server.topology == "load-balanced":
             variable = "MULTI_MONGOS_LB_URI" if use_multiple_mongoses in (True, None) else "SINGLE_MONGOS_LB_URI"
-            lb_uri = os.environ.get(variable)
+            lb_uri = self.load_balancers.get(variable) or os.environ.get(variable)
             if not lb_uri:
                 raise NotSupported(f"load-balanced topology needs {variable}")
             lb = ConnectionString(lb_uri)

@@ -22,9 +22,9 @@ from typing import Any, Optional
 
 import pytest
 
-from spec.unified.known_failures import known_failure, runs_known_failure
+from spec.unified.known_failures import LOAD_BALANCED, REPLICA_SET, known_failure, runs_known_failure
 from spec.support import params
-from spec.unified.context import UnifiedContext
+from spec.unified.context import ConnectionString, UnifiedContext
 from spec.unified.drivers import DriverAdapter, DriverUnavailable, load_driver
 from spec.unified.outcomes import NotSupported, TestFileError
 from spec.unified.runner import run_test, test_descriptions
@@ -46,36 +46,42 @@ class UnifiedCase:
     suite: str
     path: Path
     index: int
+    #: What the case runs against: the one-member replica set, or the same server behind the loopback
+    #: load balancers (tests/servers/load_balancer.py).
+    deployment: str = REPLICA_SET
 
     def __repr__(self) -> str:
-        return f"UnifiedCase({self.path.name}#{self.index})"
+        return f"UnifiedCase({self.path.name}#{self.index}, {self.deployment})"
 
 
-def unified_params(subdir: str, pattern: str = "*.json") -> list:
+def unified_params(subdir: str, pattern: str = "*.json", deployment: str = REPLICA_SET) -> list:
     """One pytest param per test case of every file in ``subdir`` (ids: ``<json path>::<description>``)."""
 
     def cases(path: Path, data: Any):
         for index, description in enumerate(test_descriptions(path)):
-            yield description, UnifiedCase(subdir, path, index)
+            yield description, UnifiedCase(subdir, path, index, deployment)
 
     marked = []
     for param in params(subdir, cases, pattern):
-        reason = known_failure(param.id)
-        mark = pytest.mark.xfail(strict=True, reason=reason, run=runs_known_failure(param.id))
+        reason = known_failure(param.id, deployment)
+        mark = pytest.mark.xfail(strict=True, reason=reason, run=runs_known_failure(param.id, deployment))
         marked.append(pytest.param(*param.values, id=param.id, marks=mark) if reason else param)
     return marked
 
 
 class UnifiedServers:
-    """One UnifiedContext at a time, keyed by suite; starts SecantusDB unless MONGODB_URI is set."""
+    """One UnifiedContext at a time, keyed by suite and deployment; starts SecantusDB unless MONGODB_URI is
+    set, and for the load-balanced deployment the two loopback load balancers in front of it (one service:
+    SINGLE_MONGOS_LB_URI; two: MULTI_MONGOS_LB_URI) unless both variables are set."""
 
     def __init__(self) -> None:
         self._adapter: Optional[DriverAdapter] = None
         self._unavailable: Optional[str] = None
-        self._suite: Optional[str] = None
+        self._suite: Optional[tuple[str, str]] = None
         self._server: Any = None
+        self._balancers: list = []
         self._context: Optional[UnifiedContext] = None
-        self._failure: Optional[tuple[str, BaseException]] = None
+        self._failure: Optional[tuple[tuple[str, str], BaseException]] = None
 
     def adapter(self) -> DriverAdapter:
         if self._adapter is None and self._unavailable is None:
@@ -87,44 +93,79 @@ class UnifiedServers:
             pytest.skip(self._unavailable)
         return self._adapter
 
-    def context_for(self, suite: str) -> UnifiedContext:
+    def context_for(self, suite: str, deployment: str = REPLICA_SET) -> UnifiedContext:
         adapter = self.adapter()
+        key = (suite, deployment)
         shared_uri = os.environ.get("MONGODB_URI")
-        if self._context is not None and (shared_uri or suite == self._suite):
+        shared = bool(shared_uri) and (deployment == REPLICA_SET or _lb_uris_given())
+        if self._context is not None and (key == self._suite or (shared and self._suite is not None
+                                                                 and self._suite[1] == deployment)):
             return self._context
-        if self._failure is not None and (shared_uri or suite == self._failure[0]):
-            raise RuntimeError(f"the unified runner could not start for {suite}: {self._failure[1]!r}")
+        if self._failure is not None and key == self._failure[0]:
+            raise RuntimeError(f"the unified runner could not start for {suite} ({deployment}): "
+                               f"{self._failure[1]!r}")
         self.close()
         try:
-            return self._start(suite, adapter, shared_uri)
+            return self._start(key, adapter, shared_uri)
         except Exception as exc:
-            self._failure = (suite, exc)  # fail the suite's other tests fast instead of retrying each
+            self._failure = (key, exc)  # fail the suite's other tests fast instead of retrying each
             self.close()
             raise
 
-    def _start(self, suite: str, adapter: DriverAdapter, shared_uri: Optional[str]) -> UnifiedContext:
-        if shared_uri:
-            uri = shared_uri
+    def _start(self, key: tuple[str, str], adapter: DriverAdapter, shared_uri: Optional[str]) -> UnifiedContext:
+        deployment = key[1]
+        if deployment == LOAD_BALANCED and _lb_uris_given():
+            single, multi = os.environ["SINGLE_MONGOS_LB_URI"], os.environ["MULTI_MONGOS_LB_URI"]
         else:
-            from tests.servers.secantus import SecantusServer
+            if shared_uri:
+                uri = shared_uri
+            else:
+                from tests.servers.secantus import SecantusServer
 
-            self._server = SecantusServer()
-            atexit.register(self._server.stop)
-            self._server.start()
-            uri = f"{self._server.uri}?replicaSet=secantus"
-        self._suite = suite
-        self._context = UnifiedContext(adapter, uri)
+                self._server = SecantusServer()
+                atexit.register(self._server.stop)
+                self._server.start()
+                uri = f"{self._server.uri}?replicaSet=secantus"
+            if deployment == REPLICA_SET:
+                self._suite = key
+                self._context = UnifiedContext(adapter, uri)
+                return self._context
+            single, multi = self._start_load_balancers(uri)
+        self._suite = key
+        self._context = UnifiedContext(adapter, single, load_balancers={"SINGLE_MONGOS_LB_URI": single,
+                                                                        "MULTI_MONGOS_LB_URI": multi})
         return self._context
 
+    def _start_load_balancers(self, uri: str) -> tuple[str, str]:
+        # Subprocesses: a driver that blocks the OS thread (the PyMongo peer) would starve an in-process proxy.
+        from tests.servers.load_balancer import LoadBalancerProcess
+
+        backend = ConnectionString(uri).hosts[0]
+        host, _, port = backend.rpartition(":")
+        for services in (1, 2):
+            balancer = LoadBalancerProcess((host, int(port)), services=services)
+            atexit.register(balancer.stop)
+            self._balancers.append(balancer.start())
+        single, multi = self._balancers
+        return single.uri, multi.uri
+
     def close(self) -> None:
-        context, server = self._context, self._server
+        context, server, balancers = self._context, self._server, self._balancers
         self._context = self._server = self._suite = None
+        self._balancers = []
         try:
             if context is not None:
                 context.close()
         finally:
+            for balancer in balancers:
+                balancer.stop()
             if server is not None:
                 server.stop()
+
+
+def _lb_uris_given() -> bool:
+    """Both load balancer URIs come from the environment (a real load-balanced deployment)."""
+    return bool(os.environ.get("SINGLE_MONGOS_LB_URI") and os.environ.get("MULTI_MONGOS_LB_URI"))
 
 
 @pytest.fixture(scope="session")
@@ -139,7 +180,7 @@ def run_case(servers: UnifiedServers, case: UnifiedCase) -> None:
 
     A failed case of a ``TIMING_RERUNS`` suite runs again (a mistake in the test file does not).
     """
-    context = servers.context_for(case.suite)
+    context = servers.context_for(case.suite, case.deployment)
     reruns = TIMING_RERUNS.get(case.suite, 0)
     first_error: Optional[BaseException] = None
     for attempt in range(reruns + 1):
