@@ -289,6 +289,17 @@ class ClientSession:
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
         self.end_session()
 
+    def __del__(self) -> None:
+        # Dropped without end_session (no I/O here): a connection its transaction pinned (load-balanced mode)
+        # goes back to the pool with the client's next operation. Its server session is not reused.
+        try:
+            transaction = self._state.transaction
+            pin, transaction.pinned_connection = transaction.pinned_connection, None
+            if pin is not None:
+                self._core.queue_release(pin)
+        except Exception:
+            pass
+
 
 class _BoundSessionContext:
     """``with session.bind():`` (a class, not a generator: a gevent.Timeout landing in a generator-based

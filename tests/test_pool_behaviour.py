@@ -498,6 +498,33 @@ def test_pinned_counts_in_load_balanced_timeout_message() -> None:
     assert pool._pinned["cursor"] == 0
 
 
+def test_a_connection_closed_by_an_error_is_closed_for_error_even_after_its_service_was_cleared() -> None:
+    recorder = Recorder()
+    pool = make_pool(lambda cid: Conn(cid, "svc"), [recorder], load_balanced=True)
+    broken, healthy = pool.check_out(), pool.check_out()
+    broken.close()  # a network error closed it; SDAM then clears its service
+    pool.clear(service_id="svc")
+    pool.check_in(broken)
+    pool.check_in(healthy)
+    assert [event.reason for event in recorder.of(ConnectionClosedEvent)] == ["error", "stale"]
+
+
+def test_pinned_in_use_counts_by_kind_and_in_the_timeout_message() -> None:
+    pool = make_pool(lambda cid: Conn(cid, "svc"), load_balanced=True, max_pool_size=3, wait_queue_timeout=0.01)
+    cursor, transaction, other = pool.check_out(), pool.check_out(), pool.check_out()
+    pool.mark_pinned(cursor, "cursor")
+    pool.mark_pinned(transaction, "transaction")
+    with pytest.raises(WaitQueueTimeoutError, match="maxPoolSize: 3, connections in use by cursors: 1, connections "
+                                                    "in use by transactions: 1, connections in use by other "
+                                                    "operations: 1"):
+        pool.check_out()
+    pool.mark_pinned(transaction, None)  # no longer the transaction's (still checked out)
+    assert pool._pinned == {"cursor": 1, "transaction": 0}
+    for conn in (cursor, transaction, other):
+        pool.check_in(conn)
+    assert pool._pinned == {"cursor": 0, "transaction": 0}
+
+
 # -- events, listeners, logging -----------------------------------------------------
 
 def test_listener_exceptions_are_swallowed(caplog: pytest.LogCaptureFixture) -> None:

@@ -109,6 +109,14 @@ def test_load_balanced_never_marks_unknown_and_clears_by_service() -> None:
     no_service = decide_application_error(description, 0,
                                           app_error(AutoReconnect("x"), completed_handshake=False))
     assert no_service.ignored
+    # The hello itself failed (no serviceId yet): ignored, even a shutdown error (Load Balancer spec).
+    hello_failed = OperationFailure("shutdown", 11600, {"ok": 0, "code": 11600})
+    assert decide_application_error(description, 0, app_error(hello_failed, completed_handshake=False)).ignored
+    # Authentication failed after the hello named the service: only that service's connections go.
+    auth = decide_application_error(description, 0, app_error(
+        OperationFailure("auth failed", 18, {"ok": 0, "code": 18}), completed_handshake=False, is_auth_error=True,
+        service_id=SERVICE))
+    assert auth.clear_pool and auth.service_id == SERVICE and auth.unknown is None
 
 
 def test_monitor_check_failure_retries_only_a_network_error_on_a_known_server() -> None:

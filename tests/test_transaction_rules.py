@@ -104,6 +104,73 @@ def test_starting_twice_is_refused_and_reset_forgets_everything() -> None:
     assert transaction.recovery_token is None and not transaction.active
 
 
+class _Pin:
+    """A stand-in for a PinnedConnection: counts its releases."""
+
+    def __init__(self) -> None:
+        self.releases = 0
+
+    def release(self) -> None:
+        self.releases += 1
+
+
+def test_a_load_balanced_transaction_keeps_its_first_statements_connection_until_unpinned() -> None:
+    transaction = started()
+    pin = _Pin()
+    transaction.statement_sent(("lb", 1), pin)
+    assert transaction.pinned_connection is pin and transaction.pinned_address == ("lb", 1)
+    transaction.statement_sent(("lb", 1), _Pin())  # later statements change nothing
+    assert transaction.pinned_connection is pin
+    assert transaction.begin_commit() is True
+    assert transaction.pinned_connection is pin and pin.releases == 0  # a commit keeps it (commit again)
+    transaction.unpin()
+    transaction.unpin()
+    assert transaction.pinned_connection is None and pin.releases == 1
+
+
+@pytest.mark.parametrize("end", ["start again", "plain operation", "abort with nothing sent", "reset"])
+def test_every_way_a_transaction_ends_gives_its_connection_back_once(end: str) -> None:
+    transaction = started()
+    pin = _Pin()
+    if end == "abort with nothing sent":
+        transaction.pinned_connection = pin  # as if pinned, while still starting
+        assert transaction.begin_abort() is False
+    else:
+        transaction.statement_sent(("lb", 1), pin)
+        if end == "start again":
+            transaction.begin_commit()
+            transaction.start(TransactionOptions())
+        elif end == "plain operation":
+            transaction.begin_commit()
+            transaction.clear_finished()
+        else:
+            transaction.reset()
+    assert pin.releases == 1 and transaction.pinned_connection is None
+
+
+def test_ending_a_session_gives_its_transactions_connection_back() -> None:
+    from greenmongo.engine.server_session import ServerSession
+    from greenmongo.engine.session_state import SessionState
+
+    class _Source:
+        returned: list = []
+
+        def take_server_session(self) -> ServerSession:
+            return ServerSession()
+
+        def return_server_session(self, server_session: ServerSession) -> None:
+            self.returned.append(server_session)
+
+    state = SessionState(_Source(), implicit=False, causal_consistency=True, snapshot=False)
+    state.transaction.start(TransactionOptions())
+    state.next_txn_number()
+    pin = _Pin()
+    state.transaction.statement_sent(("lb", 1), pin)
+    state.transaction.begin_commit()
+    state.end()
+    assert pin.releases == 1 and len(_Source.returned) == 1
+
+
 # -- options -------------------------------------------------------------------------------------
 
 class _Client:

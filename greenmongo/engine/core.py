@@ -193,6 +193,11 @@ class ClientCore:
                 self._pending_kills.popleft()  # a server long gone: it reaps its cursors itself
             self._pending_kills.append((address, namespace, cursor_id))
 
+    def queue_release(self, pin: Any) -> None:
+        """A pinned connection whose owner was dropped (a session garbage collected mid-transaction): given
+        back with the next operation (no I/O, no listener call here)."""
+        self.queue_kill(None, None, pin)
+
     def _flush_kills(self, deadline: Deadline = LEGACY) -> None:
         """Send queued kills to servers that are known now; keep the others for later, never wait.
 
