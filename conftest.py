@@ -27,7 +27,8 @@ _PURE_SPEC_MODULES = frozenset({
 #: the CSOT suite is the only end-to-end test of greenlet-local timeout() blocks, deadline-bounded
 #: sockets and waits in a patched process; it is timing-based, and as reliable patched as unpatched
 #: with its reruns, spec/unified/fixtures.py TIMING_RERUNS). The other suites exercise the same paths
-#: with other command shapes; the unpatched pass runs them all.
+#: with other command shapes; the unpatched pass runs them all. The load-balanced run
+#: (test_unified_load_balanced.py) runs the same suites again patched, plus the load-balancers suite.
 _PATCHED_PASS_UNIFIED = ("crud/", "transactions/", "transactions-convenient-api/", "retryable-writes/",
                          "sessions/", "change-streams/", "gridfs/", "client-backpressure/", "valid-pass/",
                          "client-side-operations-timeout/")
@@ -38,8 +39,8 @@ def _single_pass(item) -> bool:
         return True
     if item.path.name in _PURE_SPEC_MODULES:
         return True
-    if item.path.name in ("test_unified_suites.py", "test_unified_format.py"):
-        return not any(part in item.nodeid for part in _PATCHED_PASS_UNIFIED)
+    if item.path.name in ("test_unified_suites.py", "test_unified_format.py", "test_unified_load_balanced.py"):
+        return not any(part in item.nodeid for part in _PATCHED_PASS_UNIFIED + ("load-balancers/",))
     return False
 
 

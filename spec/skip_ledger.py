@@ -209,29 +209,39 @@ DEPLOYMENT_ENTRIES = [
                               ("load-balanced", "a load-balanced sharded cluster"))),
 ]
 
-_LB_SUITES = ("load-balancers/tests", "crud/tests/unified", "retryable-reads/tests/unified",
-              "retryable-writes/tests/unified", "sessions/tests", "transactions/tests/unified",
-              "change-streams/tests/unified")
-
 #: The unified suites against the loopback load balancers (spec/test_unified_load_balanced.py).
 LOAD_BALANCED_ENTRIES = [
     *(unified_lb(suite, _OLDER, REQUIREMENT, _WHY_OLDER)
       for suite in ("change-streams/tests/unified", "crud/tests/unified", "retryable-writes/tests/unified",
-                    "sessions/tests")),
+                    "sessions/tests", "collection-management/tests", "index-management/tests",
+                    "command-logging-and-monitoring/tests/logging",
+                    "command-logging-and-monitoring/tests/monitoring")),
     unified_lb("transactions/tests/unified", r"^skipReason: DRIVERS-2032: ", REQUIREMENT,
                "the spec test itself is marked skipped until DRIVERS-2032 (pinned servers' selectability)",
                files="retryable-*-handshake.json::*"),
     unified_lb("load-balancers/tests", r"^skipReason: servers have not implemented LB support yet", REQUIREMENT,
                "the spec test itself is marked skipped: no server fails the handshake of a client that is not in "
                "load-balanced mode yet", files="lb-connection-establishment.json::*"),
-    *(unified_lb(suite, _TOPOLOGY_LB, DEPLOYMENT, _WHY_TOPOLOGY_LB) for suite in _LB_SUITES),
+    unified_lb("versioned-api/tests", _RUN_ON + r"(serverParameters: server has no (requireApiVersion|acceptApiVersion2)"
+               r"(; |$))+$", REQUIREMENT,
+               "needs mongod's test-only requireApiVersion / acceptApiVersion2 server parameters, which SecantusDB "
+               "does not have"),
+    *(unified_lb(suite, _TOPOLOGY_LB, DEPLOYMENT, _WHY_TOPOLOGY_LB)
+      for suite in ("load-balancers/tests", "crud/tests/unified", "retryable-reads/tests/unified",
+                    "retryable-writes/tests/unified", "sessions/tests", "transactions/tests/unified",
+                    "change-streams/tests/unified", "client-side-operations-timeout/tests",
+                    "command-logging-and-monitoring/tests/logging",
+                    "command-logging-and-monitoring/tests/monitoring", "run-command/tests/unified",
+                    "server-discovery-and-monitoring/tests/unified", "server-selection/tests/logging")),
     *(unified_lb(suite, _AUTH, DEPLOYMENT, _WHY_AUTH)
       for suite in ("load-balancers/tests", "retryable-reads/tests/unified", "retryable-writes/tests/unified")),
     *(unified_lb(suite, _PYMONGO_SHAPED + r"PyMongo 4 removed Collection\.count ", NOT_IN_PYMONGO, _WHY_COUNT)
       for suite in ("crud/tests/unified", "retryable-reads/tests/unified", "transactions/tests/unified")),
-    unified_lb("crud/tests/unified", r"^PyMongo 4\.20 has no rawData option", NOT_IN_PYMONGO, _WHY_RAW_DATA),
-    unified_lb("retryable-reads/tests/unified", _PYMONGO_SHAPED + r"PyMongo 4 removed map_reduce$", NOT_IN_PYMONGO,
-               "Collection.map_reduce was removed in PyMongo 4"),
+    *(unified_lb(suite, r"^PyMongo 4\.20 has no rawData option", NOT_IN_PYMONGO, _WHY_RAW_DATA)
+      for suite in ("crud/tests/unified", "collection-management/tests", "index-management/tests")),
+    *(unified_lb(suite, _PYMONGO_SHAPED + r"PyMongo 4 removed map_reduce$", NOT_IN_PYMONGO,
+                 "Collection.map_reduce was removed in PyMongo 4")
+      for suite in ("retryable-reads/tests/unified", "read-write-concern/tests/operation")),
     unified_lb("retryable-reads/tests/unified", _PYMONGO_SHAPED + r"list_databases returns documents$",
                NOT_IN_PYMONGO, "listDatabaseObjects: PyMongo has no list_database_objects (list_databases yields "
                "documents)"),

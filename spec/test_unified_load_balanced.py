@@ -14,17 +14,12 @@ from __future__ import annotations
 import pytest
 
 from spec.unified.fixtures import run_case, unified_params, unified_servers  # noqa: F401 (fixture)
+from spec.test_unified_suites import UNIFIED_SUITES
 from spec.unified.known_failures import LOAD_BALANCED
 
-LOAD_BALANCED_SUITES = [
-    "load-balancers/tests",
-    "crud/tests/unified",
-    "retryable-reads/tests/unified",
-    "retryable-writes/tests/unified",
-    "sessions/tests",
-    "transactions/tests/unified",
-    "change-streams/tests/unified",
-]
+#: The load-balancers suite, then every unified suite the replica-set run has (spec/test_unified_suites.py):
+#: the README asks for all of them against a load-balanced cluster.
+LOAD_BALANCED_SUITES = ["load-balancers/tests", *UNIFIED_SUITES]
 
 
 @pytest.mark.parametrize("case", [param for suite in LOAD_BALANCED_SUITES
