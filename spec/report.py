@@ -15,12 +15,18 @@ import pytest
 _JSON_PATH = re.compile(r"\[([^\]]*?\.json)")
 
 
+#: The module running the unified suites against the loopback load balancers: its rows are its own.
+_LOAD_BALANCED_MODULE = "spec/test_unified_load_balanced.py"
+
+
 def suite_of(nodeid: str) -> str:
-    """``spec/test_x.py::test[bson-corpus/tests/int32.json::case]`` -> ``bson-corpus/tests``."""
+    """``spec/test_x.py::test[bson-corpus/tests/int32.json::case]`` -> ``bson-corpus/tests`` (with
+    `` (load-balanced)`` for the load-balanced run's cases)."""
     match = _JSON_PATH.search(nodeid)
     if not match:
         return nodeid.split("::", 1)[0]
-    return match.group(1).rsplit("/", 1)[0]
+    suite = match.group(1).rsplit("/", 1)[0]
+    return f"{suite} (load-balanced)" if nodeid.startswith(_LOAD_BALANCED_MODULE) else suite
 
 
 class SuiteTally:
