@@ -222,8 +222,9 @@ LOAD_BALANCED_ENTRIES = [
     unified_lb("load-balancers/tests", r"^skipReason: servers have not implemented LB support yet", REQUIREMENT,
                "the spec test itself is marked skipped: no server fails the handshake of a client that is not in "
                "load-balanced mode yet", files="lb-connection-establishment.json::*"),
-    unified_lb("versioned-api/tests", _RUN_ON + r"(serverParameters: server has no (requireApiVersion|acceptApiVersion2)"
-               r"(; |$))+$", REQUIREMENT,
+    unified_lb("versioned-api/tests",
+               _RUN_ON + r"(serverParameters: server has no (requireApiVersion|acceptApiVersion2)(; |$))+$",
+               REQUIREMENT,
                "needs mongod's test-only requireApiVersion / acceptApiVersion2 server parameters, which SecantusDB "
                "does not have"),
     *(unified_lb(suite, _TOPOLOGY_LB, DEPLOYMENT, _WHY_TOPOLOGY_LB)
