@@ -514,9 +514,10 @@ def test_pinned_in_use_counts_by_kind_and_in_the_timeout_message() -> None:
     cursor, transaction, other = pool.check_out(), pool.check_out(), pool.check_out()
     pool.mark_pinned(cursor, "cursor")
     pool.mark_pinned(transaction, "transaction")
-    with pytest.raises(WaitQueueTimeoutError, match="maxPoolSize: 3, connections in use by cursors: 1, connections "
+    with pytest.raises(WaitQueueTimeoutError, match="^Timeout waiting for connection from the connection pool. "
+                                                    "maxPoolSize: 3, connections in use by cursors: 1, connections "
                                                     "in use by transactions: 1, connections in use by other "
-                                                    "operations: 1"):
+                                                    "operations: 1$"):
         pool.check_out()
     pool.mark_pinned(transaction, None)  # no longer the transaction's (still checked out)
     assert pool._pinned == {"cursor": 1, "transaction": 0}

@@ -179,7 +179,7 @@ class ClientCore:
         broke) and it is given back then."""
         if pin is not None:
             if self.closed:
-                pin.release()  # the pool is closed: this only counts it out
+                pin.conn.close()  # the pool is closed: nothing will reuse it (no listener call from here)
                 return
             self._pending_pins.append((kill, pin))
             return

@@ -607,13 +607,12 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         return PoolClosedError("Attempted to check out a connection from closed connection pool")
 
     def _timeout_message(self) -> str:
-        message = "Timed out while checking out a connection from connection pool"
-        if self._load_balanced:
+        if self._load_balanced:  # the Load Balancer spec's message: who holds the connections
             cursors, txns = self._pinned.get("cursor", 0), self._pinned.get("transaction", 0)
-            message += (f". maxPoolSize: {self._max_pool_size}, connections in use by cursors: "
-                        f"{cursors}, connections in use by transactions: {txns}, connections in use "
-                        f"by other operations: {len(self._in_use) - cursors - txns}")
-        return message
+            return (f"Timeout waiting for connection from the connection pool. maxPoolSize: {self._max_pool_size}, "
+                    f"connections in use by cursors: {cursors}, connections in use by transactions: {txns}, "
+                    f"connections in use by other operations: {len(self._in_use) - cursors - txns}")
+        return "Timed out while checking out a connection from connection pool"
 
 
 class _Checkout(Generic[ConnT]):
