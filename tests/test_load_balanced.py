@@ -32,6 +32,7 @@ from greenmongo.monitoring.topology import (
 from greenmongo.net.handshake import LOAD_BALANCER_UNSUPPORTED
 from greenmongo.options.client_options import MOCK_SERVICE_ID_VARIABLE
 from tests.servers.load_balancer import LoadBalancer
+from tests.servers.secantus import start_with_users
 from tests.waits import wait_until
 
 pytestmark = pytest.mark.server
@@ -206,6 +207,39 @@ def test_an_error_clears_only_its_services_connections(multi, internal) -> None:
         assert pool_of(client).stats().total == 1
     finally:
         client.close()
+
+
+def test_an_authentication_error_after_the_hello_clears_its_service(tmp_path) -> None:
+    """The Load Balancer spec's "errors during authentication are processed" (the unified case needs an
+    authenticated suite): the hello named the service, so SDAM clears that service's connections."""
+    from greenmongo.monitoring.pool import ConnectionCheckOutFailedEvent, ConnectionClosedEvent
+
+    user, password = "lb-user", "lb-pass"
+    server = start_with_users(str(tmp_path / "db.sqlite"), [(user, password)])
+    try:
+        admin = MongoClient(server.uri, username=user, password=password)
+        with LoadBalancer(server.address, services=2) as lb:
+            events = Events()
+            client = MongoClient(lb.uri, username=user, password=password, appname="lbAuthError",
+                                 retryWrites=False, event_listeners=[events])
+            admin.admin.command({"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {
+                "failCommands": ["saslContinue"], "closeConnection": True, "appName": "lbAuthError"}})
+            with pytest.raises(AutoReconnect):
+                client.db.lb_auth.insert_one({"x": 1})
+            pool_events = [event for event in events.events if type(event).__name__ in (
+                "ConnectionCreatedEvent", "PoolClearedEvent", "ConnectionClosedEvent", "ConnectionCheckOutFailedEvent")]
+            assert [type(event).__name__ for event in pool_events] == [
+                "ConnectionCreatedEvent", "PoolClearedEvent", "ConnectionClosedEvent",
+                "ConnectionCheckOutFailedEvent"]
+            cleared, closed, failed = pool_events[1:]
+            assert cleared.service_id == lb.service_ids[0]  # the first connection's service
+            assert isinstance(closed, ConnectionClosedEvent) and closed.reason == "error"
+            assert isinstance(failed, ConnectionCheckOutFailedEvent) and failed.reason == "connectionError"
+            client.db.lb_auth.insert_one({"x": 2})  # the next connection authenticates
+            client.close()
+        admin.close()
+    finally:
+        server.stop()
 
 
 def test_closes_pass_both_ways_and_a_broken_pinned_cursor_sends_no_kill(balancer) -> None:

@@ -166,14 +166,16 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         """``with pool.checkout() as conn:`` -- checks the connection back in however the block ends."""
         return _Checkout(self, deadline)
 
-    def check_out(self, deadline: Optional[float] = None) -> ConnT:
+    def check_out(self, deadline: Optional[float] = None,
+                  on_error: Optional[Callable[[BaseException], None]] = None) -> ConnT:
         """A ready connection, in wait-queue order.
 
         ``deadline`` (``time.monotonic()`` based: what an operation's timeoutMS leaves for selection and
         checkout) replaces waitQueueTimeoutMS for the wait and also bounds establishing a connection
         for this checkout (the factory gets it); without one, waitQueueTimeoutMS bounds the wait.
         Raises WaitQueueTimeoutError, PoolClearedError (retryable), PoolClosedError,
-        or the factory's error.
+        or the factory's error; ``on_error(error)`` (SDAM's handling) runs first, before the failed
+        connection's ConnectionClosedEvent and the ConnectionCheckOutFailedEvent, as in PyMongo.
         """
         if self._fork_epoch != _fork_epoch:
             self._reset_after_fork()
@@ -181,7 +183,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         started = monotonic() if instrumented else 0.0
         if instrumented:
             self._event_checkout_started()
-        record = self._acquire(deadline, started, instrumented)
+        record = self._acquire(deadline, started, instrumented, on_error)
         if instrumented:
             try:
                 self._event_checked_out(record.id, monotonic() - started)
@@ -294,7 +296,8 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
 
     # -- checkout internals -------------------------------------------------------
 
-    def _acquire(self, deadline: Optional[float], started: float, instrumented: bool) -> PooledConnection:
+    def _acquire(self, deadline: Optional[float], started: float, instrumented: bool,
+                 on_error: Optional[Callable[[BaseException], None]] = None) -> PooledConnection:
         got: Any = None  # a record, SLOT_RESERVED, or None
         while True:
             if self._state != PoolState.READY:
@@ -331,7 +334,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         if got is None:
             got = self._wait(deadline, started)
         if got is SLOT_RESERVED:
-            return self._establish_for_checkout(started, deadline)
+            return self._establish_for_checkout(started, deadline, on_error)
         checked_out: PooledConnection = got
         return checked_out
 
@@ -396,10 +399,11 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
                 close_quietly(got.conn)
                 self._event_closed_quietly(got.id, reason)
 
-    def _establish_for_checkout(self, started: float, deadline: Optional[float] = None) -> PooledConnection:
+    def _establish_for_checkout(self, started: float, deadline: Optional[float] = None,
+                                on_error: Optional[Callable[[BaseException], None]] = None) -> PooledConnection:
         record = self._new_record()
         try:
-            conn = self._establish(record, None, deadline)
+            conn = self._establish(record, on_error, deadline)
         except BaseException as exc:
             self._fail_checkout_quietly(exc, started, establishing=True)
             raise

@@ -173,17 +173,32 @@ class Server:
             self.pool.check_in(conn)
 
     def check_out(self, deadline: Optional[float] = None) -> "Connection":
-        """A connection from the pool (see :meth:`checkout`); the caller checks it in or pins it."""
+        """A connection from the pool (see :meth:`checkout`); the caller checks it in or pins it.
+
+        A failed establishment goes to SDAM from inside the pool, before its ConnectionClosedEvent and
+        ConnectionCheckOutFailedEvent (so a PoolClearedEvent comes first, as in PyMongo and the spec tests).
+        """
         generation = self.pool.generation
+        reported: list = []
+
+        def on_error(exc: BaseException) -> None:
+            if isinstance(exc, (ConnectionFailure, OperationFailure)) and not isinstance(exc, _POOL_ERRORS):
+                reported.append(exc)
+                self._establishment_failed(exc, generation)
+
         try:
-            return self.pool.check_out(deadline)
+            return self.pool.check_out(deadline, on_error)
         except _POOL_ERRORS:
             raise
         except (ConnectionFailure, OperationFailure) as exc:
-            self.handle_error(exc, None, completed_handshake=False, generation=generation,
-                              is_auth_error=isinstance(exc, OperationFailure),
-                              service_id=getattr(exc, "_service_id", None))
+            if not any(exc is seen for seen in reported):
+                self._establishment_failed(exc, generation)
             raise
+
+    def _establishment_failed(self, exc: BaseException, generation: int) -> None:
+        self.handle_error(exc, None, completed_handshake=False, generation=generation,
+                          is_auth_error=isinstance(exc, OperationFailure),
+                          service_id=getattr(exc, "_service_id", None))
 
     def check_in(self, conn: "Connection") -> None:
         self.pool.check_in(conn)
