@@ -206,7 +206,9 @@ DEPLOYMENT_ENTRIES = [
               "options and errors are checked by test_seedlist")
       for topology, needs in (("replica-set", "a 3-member replica set"),
                               ("sharded", "a sharded cluster with two mongoses"),
-                              ("load-balanced", "a load-balanced sharded cluster"))),
+                              ("load-balanced", "a load balancer on localhost.test.build.10gen.cc:8000 (a fixed "
+                                                "port no shared test machine can promise; the loopback load "
+                                                "balancer of the load-balanced unified run takes a free one)"))),
 ]
 
 #: The unified suites against the loopback load balancers (spec/test_unified_load_balanced.py).

@@ -36,8 +36,9 @@ UNIFIED_SUITES = [
     "server-selection/tests/logging",
     "mongodb-handshake/tests/unified",
     "client-side-operations-timeout/tests",
-    # Not run: "load-balancers/tests" (needs a load balancer) and
-    # "connection-monitoring-and-pooling/tests/logging" (needs auth on the suite's server).
+    # Not run here: "load-balancers/tests" (spec/test_unified_load_balanced.py runs it, and these suites again,
+    # behind the loopback load balancers) and "connection-monitoring-and-pooling/tests/logging" (needs auth on
+    # the suite's server).
 ]
 
 
