@@ -236,8 +236,11 @@ LOAD_BALANCED_ENTRIES = [
                     "command-logging-and-monitoring/tests/logging",
                     "command-logging-and-monitoring/tests/monitoring", "run-command/tests/unified",
                     "server-discovery-and-monitoring/tests/unified", "server-selection/tests/logging")),
+    unified_lb("load-balancers/tests", _AUTH, DEPLOYMENT,
+               _WHY_AUTH + "; tests/test_load_balanced.py checks the same case against an authenticating "
+               "SecantusDB behind the load balancer", files="sdam-error-handling.json::*"),
     *(unified_lb(suite, _AUTH, DEPLOYMENT, _WHY_AUTH)
-      for suite in ("load-balancers/tests", "retryable-reads/tests/unified", "retryable-writes/tests/unified")),
+      for suite in ("retryable-reads/tests/unified", "retryable-writes/tests/unified")),
     *(unified_lb(suite, _PYMONGO_SHAPED + r"PyMongo 4 removed Collection\.count ", NOT_IN_PYMONGO, _WHY_COUNT)
       for suite in ("crud/tests/unified", "retryable-reads/tests/unified", "transactions/tests/unified")),
     *(unified_lb(suite, r"^PyMongo 4\.20 has no rawData option", NOT_IN_PYMONGO, _WHY_RAW_DATA)
