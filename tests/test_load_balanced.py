@@ -286,6 +286,29 @@ def test_a_pinned_cursor_dropped_unclosed_is_killed_on_its_connection_by_the_nex
         client.close()
 
 
+def test_rewinding_a_pinned_cursor_gives_its_connection_back(balancer) -> None:
+    client = MongoClient(balancer.uri, retryReads=False)
+    try:
+        collection = client.db.lb_rewind
+        collection.drop()
+        collection.insert_many([{"_id": i} for i in range(6)])
+        cursor = collection.find({}, batch_size=2)
+        assert next(cursor) == {"_id": 0}
+        cursor.rewind()  # killed on its connection, which goes back
+        at_rest(client)
+        assert next(cursor) == {"_id": 0}
+        balancer.close_connections()
+        with pytest.raises(AutoReconnect):
+            list(cursor)  # the getMore fails on the pinned connection: nothing to kill, still pinned
+        assert pool_of(client)._pinned["cursor"] == 1
+        cursor.rewind()
+        at_rest(client)
+        assert [doc["_id"] for doc in cursor] == list(range(6))  # pinned again, then exhausted
+        at_rest(client)
+    finally:
+        client.close()
+
+
 def _open_transactions(internal: MongoClient, collection: str, ids: list) -> list:
     """The documents an open transaction still holds: SecantusDB blocks a plain write to a document an open
     transaction wrote until the write's maxTimeMS runs out (one document per update: it does not honour
