@@ -184,8 +184,8 @@ def test_timing_dependent_test_file_entries_run_only_on_request(monkeypatch: pyt
 
 
 class Servers:
-    def context_for(self, suite: str) -> str:
-        return f"context of {suite}"
+    def context_for(self, suite: str, deployment: str) -> str:
+        return f"context of {suite} ({deployment})"
 
 
 def scripted_run_test(monkeypatch: pytest.MonkeyPatch, outcomes: list) -> list:
