@@ -5,6 +5,7 @@ import pytest
 from spec.report import SuiteTally
 from spec.support import in_ci, iter_missing, spec_dir
 from spec.unified import fixtures as unified_fixtures
+from tests.plugins import distributed
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -21,6 +22,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if in_ci():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    distributed.hand_over(session.config, "timing_reruns", [list(rerun) for rerun in unified_fixtures.RERUNS])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """pytest-xdist's controller: a worker's reruns join the session's."""
+    unified_fixtures.RERUNS.extend((case, failure) for case, failure in distributed.handed_over(node, "timing_reruns")
+                                   or ())
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

@@ -258,13 +258,13 @@ def test_spin_in_greenmongo_while_other_processes_have_the_cpu():
 '''
 
 
-def _session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str, patched: bool):
+def _session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str, patched: bool, *args: str):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.setenv("WATCHDOG_CONTROL_PATCHED", "1" if patched else "0")
     monkeypatch.delenv("GREENMONGO_HUB_BLOCK_THRESHOLD", raising=False)
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_control=source)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", timeout=120)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", *args, timeout=120)
     return result, "\n".join(result.outlines)
 
 
@@ -286,6 +286,19 @@ def test_a_block_inside_greenmongo_fails_the_session(pytester, monkeypatch, patc
                            rf"  \* [^\n]*_watchdog_control.py:\d+ in {function}\n", text)
         assert report and int(report.group(1)) >= 1000 * THRESHOLD, text
     assert "watchdog check error" not in text, text
+
+
+@pytest.mark.one_pass
+def test_a_block_on_a_pytest_xdist_worker_fails_the_whole_session(pytester, monkeypatch) -> None:
+    """Each worker watches its own hub; the controller prints every worker's report and fails the session."""
+    result, text = _session(pytester, monkeypatch, FAILING, False, "-n", "2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    assert re.search(r"\b2 passed\b", text), text
+    summaries = re.findall(r"^\[gw[01]\] hub watchdog: .*blocks inside greenmongo: (\d) in spawned", text, re.M)
+    assert len(summaries) == 2 and sum(map(int, summaries)) == 2, text
+    assert "FAILS THE SESSION" in text, text
+    for test in ("test_sleep_in_greenmongo", "test_spin_in_greenmongo"):
+        assert f"during test_control.py::{test}" in text, text
 
 
 @pytest.mark.one_pass

@@ -190,3 +190,50 @@ def test_a_fully_allowed_run_passes_and_a_stale_entry_fails_it(pytester: pytest.
     result.stdout.fnmatch_lines(["*STALE LEDGER ENTRIES (1;*", "*test_passes*"])
     result, _ = _run(pytester, [*ALL, _allow("test_passes", "never")], "-k", "not test_inside")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()  # a subset: test_mod.py is not judged
+
+
+# -- under pytest-xdist --------------------------------------------------------------------------
+
+class _Node:
+    """What pytest-xdist's controller sees of a finished worker."""
+
+    def __init__(self, **output) -> None:
+        self.workeroutput = output
+
+
+def test_a_controller_judges_the_merge_of_its_workers_records() -> None:
+    from types import SimpleNamespace
+
+    from tests.plugins import distributed
+
+    collected = [f"{A}::one", f"{A}::two", f"{B}::three"]
+    first = record(collected, skips={f"{A}::one": "allowed"}, ran=[f"{A}::one", f"{A}::two"])
+    second = record(collected, skips={f"{B}::three": "nobody allows this"}, ran=[f"{B}::three"])
+    entries = [Allowed(f"{A}::one", "^allowed$", "decision", "why"),
+               Allowed(f"{A}::two", "^never$", "decision", "why")]  # ran on the first worker without skipping
+    controller = SkipLedger(entries, role=distributed.CONTROLLER)
+    controller.pytest_runtest_logreport(SimpleNamespace(when="setup", nodeid="ignored"))  # the workers record
+    for worker in (first, second):
+        controller.pytest_testnodedown(_Node(skip_ledger=worker.to_json()), None)
+    controller.pytest_testnodedown(_Node(), None)  # a worker that crashed hands nothing over
+    session = SimpleNamespace(exitstatus=pytest.ExitCode.OK)
+    controller.pytest_sessionfinish(session, 0)
+    assert controller.record.ran == set(collected) and controller.workers_down == 2
+    assert controller.judgement.allowed == {0: [f"{A}::one"]}
+    assert controller.judgement.unlisted == [(f"{B}::three", "nobody allows this")]
+    assert controller.judgement.stale == [1]
+    assert session.exitstatus == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_worker_hands_its_record_over_and_does_not_judge_its_share() -> None:
+    from types import SimpleNamespace
+
+    from tests.plugins import distributed
+
+    worker = SkipLedger([], role=distributed.WORKER)
+    worker.record = record([f"{A}::one"], skips={f"{A}::one": "unlisted"})
+    config = SimpleNamespace(workeroutput={})
+    session = SimpleNamespace(config=config, exitstatus=pytest.ExitCode.OK)
+    worker.pytest_sessionfinish(session, 0)
+    assert RunRecord.from_json(config.workeroutput["skip_ledger"]) == worker.record
+    assert worker.judgement is None and session.exitstatus == pytest.ExitCode.OK

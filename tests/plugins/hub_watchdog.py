@@ -62,6 +62,8 @@ from typing import Any, Callable, Optional, Sequence
 import gevent
 import pytest
 
+from tests.plugins import distributed
+
 THRESHOLD = float(os.environ.get("GREENMONGO_HUB_BLOCK_THRESHOLD", "0.1"))
 SAMPLE_INTERVAL = 0.01  # seconds between the watchdog's checks (the monitor thread's period)
 STACK_LIMIT = 40  # frames kept in a report's stack, innermost first
@@ -542,7 +544,6 @@ class HubWatchdog:
 
     # - pytest hooks (registered as a plugin object)
 
-    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         self.current_test = item.nodeid
         self.ensure()
@@ -580,25 +581,63 @@ class HubWatchdog:
                 f"{len(discounted)} {dict(sorted(reasons.items()))}; stretches outside greenmongo: {len(elsewhere)} "
                 f"({sum(1 for entry in elsewhere if entry[1])} in spawned greenlets)")
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        why = self.failing()
-        terminalreporter.section("greenmongo hub watchdog", red=bool(why))
-        terminalreporter.write_line(self.summary_line())
-        for reason in why:
-            terminalreporter.write_line(f"FAILS THE SESSION: {reason}", red=True)
+    def report_lines(self) -> list[str]:
+        """The summary line, then the blocks, the longest discounted calls and any check errors."""
+        lines = [self.summary_line()]
+        lines.extend(f"FAILS THE SESSION: {reason}" for reason in self.failing())
         for title, blocks, limit in (("greenmongo blocked the hub in a spawned greenlet",
                                       [block for block in list(self.blocks) if block.spawned], None),
                                      ("greenmongo held the hub in the main greenlet (not failing)",
                                       [block for block in list(self.blocks) if not block.spawned], 10)):
-            for line in format_blocks(title, blocks, limit):
-                terminalreporter.write_line(line)
+            lines.extend(format_blocks(title, blocks, limit))
         discounted = list(self.discounted)
         if discounted:
-            terminalreporter.write_line("greenmongo calls the discounts explain (the longest):")
-            for line in format_discounted(discounted):
-                terminalreporter.write_line(line)
-        for error in list(self.errors)[:3]:
-            terminalreporter.write_line(f"watchdog check error:\n{error}")
+            lines.append("greenmongo calls the discounts explain (the longest):")
+            lines.extend(format_discounted(discounted))
+        lines.extend(f"watchdog check error:\n{error}" for error in list(self.errors)[:3])
+        return lines
+
+
+class WatchdogPlugin:
+    """The watchdog's pytest side. Under pytest-xdist each worker watches its own hub and hands its
+    verdict and report over; the controller, which runs no test, prints them and fails the session for
+    any worker's block."""
+
+    def __init__(self, watchdog: HubWatchdog, role: str) -> None:
+        self.watchdog = watchdog
+        self.role = role
+        self.workers: list[tuple[str, list[str], list[str]]] = []  # (worker, failing, report lines)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.watchdog.pytest_runtest_setup(item)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        verdict = distributed.handed_over(node, "hub_watchdog")
+        if verdict is None:
+            verdict = {"failing": ["the worker ended without the watchdog's verdict"], "lines": []}
+        self.workers.append((distributed.worker_name(node), verdict["failing"], verdict["lines"]))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.role == distributed.CONTROLLER:
+            if any(failing for _, failing, _ in self.workers) and session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        self.watchdog.pytest_sessionfinish(session, exitstatus)
+        distributed.hand_over(session.config, "hub_watchdog",
+                              {"failing": self.watchdog.failing(), "lines": self.watchdog.report_lines()})
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.role == distributed.CONTROLLER:
+            reports = sorted(self.workers)
+        else:
+            reports = [("", self.watchdog.failing(), self.watchdog.report_lines())]
+        terminalreporter.section("greenmongo hub watchdog", red=any(failing for _, failing, _ in reports))
+        for worker, _failing, lines in reports:
+            for index, line in enumerate(lines):
+                prefix = f"[{worker}] " if worker and index == 0 else ""
+                terminalreporter.write_line(prefix + line, red=line.startswith("FAILS THE SESSION"))
 
 
 def format_blocks(title: str, blocks: Sequence[Block], limit: Optional[int] = None) -> list[str]:
@@ -654,8 +693,10 @@ WATCHDOG = HubWatchdog()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(WATCHDOG, "greenmongo-hub-watchdog")
-    WATCHDOG.start()
+    role = distributed.role(config)
+    config.pluginmanager.register(WatchdogPlugin(WATCHDOG, role), "greenmongo-hub-watchdog")
+    if role != distributed.CONTROLLER:  # the controller runs no test: nothing to watch
+        WATCHDOG.start()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

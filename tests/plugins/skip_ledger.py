@@ -30,6 +30,7 @@ from typing import Iterable, Optional, Sequence
 import pytest
 
 from spec.skip_ledger import ENVIRONMENT, LEDGER, Allowed
+from tests.plugins import distributed
 
 ONE_PASS_REASON = ("one pass: covered by the unpatched pass (subprocesses / no gevent I/O / "
                    "same I/O paths as the suites the patched pass runs)")
@@ -74,6 +75,21 @@ class RunRecord:
         return {"collected": self.collected, "narrowed_files": sorted(self.narrowed_files), "ran": sorted(self.ran),
                 "covered": sorted(self.covered), "skips": self.skips, "xfailed": self.xfailed,
                 "xfail_not_run": self.xfail_not_run, "xpassed": self.xpassed, "xpassed_strict": self.xpassed_strict}
+
+    def merge(self, other: "RunRecord") -> None:
+        """Add what another process of the same session saw (pytest-xdist: every worker collects every
+        test and runs its share)."""
+        known = set(self.collected)
+        self.collected.extend(nodeid for nodeid in other.collected if nodeid not in known)
+        self.narrowed_files |= other.narrowed_files
+        self.ran |= other.ran
+        self.covered |= other.covered
+        for nodeid, message in other.skips.items():
+            self.skips.setdefault(nodeid, message)
+        self.xfailed += other.xfailed
+        self.xfail_not_run += other.xfail_not_run
+        self.xpassed += other.xpassed
+        self.xpassed_strict += other.xpassed_strict
 
     @classmethod
     def from_json(cls, data: dict) -> "RunRecord":
@@ -183,18 +199,29 @@ def skip_message(report: pytest.CollectReport | pytest.TestReport) -> str:
 
 
 class SkipLedger:
-    """The pytest side: fills a RunRecord from hooks, judges it at session end."""
+    """The pytest side: fills a RunRecord from hooks, judges it at session end. Under pytest-xdist each
+    worker fills its own and hands it over; the controller judges the merged record."""
 
-    def __init__(self, ledger: Sequence[Allowed] = LEDGER, dump_path: Optional[str] = None) -> None:
+    def __init__(self, ledger: Sequence[Allowed] = LEDGER, dump_path: Optional[str] = None,
+                 role: str = distributed.SINGLE) -> None:
         self.ledger = ledger
         self.dump_path = dump_path
+        self.role = role
         self.record = RunRecord()
         self.judgement: Optional[Judgement] = None
+        self.workers_down = 0
+
+    @property
+    def _recording(self) -> bool:
+        return self.role != distributed.CONTROLLER  # the controller merges its workers' records instead
 
     def pytest_deselected(self, items: Iterable[pytest.Item]) -> None:
-        self.record.narrowed_files.update(file_of(item.nodeid) for item in items)
+        if self._recording:
+            self.record.narrowed_files.update(file_of(item.nodeid) for item in items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not self._recording:
+            return
         config = session.config
         for arg in config.args:
             if "::" in arg:  # ``file.py::node`` collects only part of the file
@@ -207,10 +234,12 @@ class SkipLedger:
         self.record.covered = {item.nodeid for item in session.items if item.stash.get(_COVERED_KEY, False)}
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.skipped:
+        if self._recording and report.skipped:
             self.record.skips[report.nodeid] = skip_message(report)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self._recording:
+            return
         if report.when == "setup":
             self.record.ran.add(report.nodeid)
         wasxfail = getattr(report, "wasxfail", None)
@@ -226,7 +255,17 @@ class SkipLedger:
         elif report.skipped:
             self.record.skips.setdefault(report.nodeid, skip_message(report))
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        record = distributed.handed_over(node, "skip_ledger")
+        if record is not None:
+            self.record.merge(RunRecord.from_json(record))
+            self.workers_down += 1
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.role == distributed.WORKER:
+            distributed.hand_over(session.config, "skip_ledger", self.record.to_json())
+            return  # a worker's share of the session is not the session: the controller judges
         self.judgement = judge(self.record, self.ledger)
         if self.dump_path:
             with open(self.dump_path, "w", encoding="utf-8") as fh:
@@ -250,5 +289,5 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("greenmongo-skip-ledger"):
-        config.pluginmanager.register(SkipLedger(dump_path=config.getoption("--skip-ledger-dump")),
-                                      "greenmongo-skip-ledger")
+        config.pluginmanager.register(SkipLedger(dump_path=config.getoption("--skip-ledger-dump"),
+                                                 role=distributed.role(config)), "greenmongo-skip-ledger")
