@@ -62,9 +62,15 @@ def pytest_collection_modifyitems(config, items):
     """In the patched pass, skip what the unpatched pass already covers for both worlds: ``one_pass``
     tests (own patched/unpatched subprocesses, or no gevent I/O), the pure JSON spec runners, and the
     unified suites outside ``_PATCHED_PASS_UNIFIED``: CI has 30 minutes for both passes (tests/run.py)."""
+    grouped = getattr(config.option, "dist", "no") == "loadgroup"
     for item in items:
         if item.path.name in _QUIET_MODULES:
             item.add_marker(pytest.mark.quiet)
+        if grouped and item.nodeid.startswith("tests/"):
+            # pytest-xdist (tests/run.py): a module's tests stay on one worker, in order, with one set of
+            # module fixtures; spec cases go one by one. The suffix xdist gives node ids is
+            # tests/plugins/distributed.GROUP_SUFFIX.
+            item.add_marker(pytest.mark.xdist_group(f"gm:{item.path.name}"))
     if os.environ.get("GREENMONGO_TEST_PATCHED", "").lower() not in ("1", "true", "yes"):
         return
     from tests.plugins.skip_ledger import mark_covered_by_unpatched_pass

@@ -3,7 +3,8 @@
 Two passes, unpatched and monkey-patched (``GREENMONGO_TEST_PATCHED=1``; the root conftest.py says
 what the second skips). Everything but the ``quiet`` tests runs first, both passes at once:
 
-* the unpatched pass over ``GREENMONGO_TEST_WORKERS`` (2) pytest-xdist workers: most of the suite
+* the unpatched pass over ``GREENMONGO_TEST_WORKERS`` (2) pytest-xdist workers (``--dist
+  loadgroup``: a module of tests/ stays on one worker, spec cases go one by one): most of the suite
   waits on servers, failpoints and deadlines, so the workers and the other pass overlap well on two
   cores;
 * the patched pass in one process beside it (xdist's workers cannot run monkey-patched: execnet
@@ -70,7 +71,7 @@ class Part:
 
 def main(extra: list[str]) -> int:
     workers = int(os.environ.get("GREENMONGO_TEST_WORKERS", "2"))
-    spread = ["-n", str(workers), "--dist", "load"] if workers > 1 else []
+    spread = ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 else []
     side_by_side = [Part("unpatched", UNPATCHED, [*spread, "-m", "not quiet"], extra),
                     Part("patched", PATCHED, ["-m", "not quiet"], extra)]
     alone = [Part("unpatched, quiet", UNPATCHED, ["-m", "quiet"], extra),

@@ -237,3 +237,17 @@ def test_a_worker_hands_its_record_over_and_does_not_judge_its_share() -> None:
     worker.pytest_sessionfinish(session, 0)
     assert RunRecord.from_json(config.workeroutput["skip_ledger"]) == worker.record
     assert worker.judgement is None and session.exitstatus == pytest.ExitCode.OK
+
+
+def test_the_xdist_group_suffix_is_not_part_of_a_node_id_the_ledger_sees() -> None:
+    from types import SimpleNamespace
+
+    from tests.plugins import distributed
+
+    worker = SkipLedger([], role=distributed.WORKER)
+    worker.pytest_runtest_logreport(SimpleNamespace(
+        when="setup", nodeid="tests/test_x.py::test_y[user@host]@gm:test_x.py", skipped=True, passed=False,
+        failed=False, longrepr=("f", 1, "Skipped: why")))
+    assert worker.record.ran == {"tests/test_x.py::test_y[user@host]"}
+    assert worker.record.skips == {"tests/test_x.py::test_y[user@host]": "why"}
+    assert distributed.plain_nodeid("spec/t.py::c[mongodb://u@h/?x=@gm:y]") == "spec/t.py::c[mongodb://u@h/?x=@gm:y]"

@@ -9,11 +9,21 @@ controller's ``pytest_testnodedown`` collects it before its own session ends, an
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 SINGLE, CONTROLLER, WORKER = "single", "controller", "worker"
+
+#: ``--dist loadgroup`` appends ``@<group>`` to the node id of a test in an xdist group; the root
+#: conftest.py names its groups ``gm:<module>``.
+GROUP_SUFFIX = re.compile(r"@gm:[^@\]]*\Z")
+
+
+def plain_nodeid(nodeid: str) -> str:
+    """The node id without the xdist group suffix: what the ledger's patterns name."""
+    return GROUP_SUFFIX.sub("", nodeid)
 
 
 def role(config: pytest.Config) -> str:

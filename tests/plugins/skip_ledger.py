@@ -217,7 +217,7 @@ class SkipLedger:
 
     def pytest_deselected(self, items: Iterable[pytest.Item]) -> None:
         if self._recording:
-            self.record.narrowed_files.update(file_of(item.nodeid) for item in items)
+            self.record.narrowed_files.update(file_of(distributed.plain_nodeid(item.nodeid)) for item in items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not self._recording:
@@ -230,8 +230,9 @@ class SkipLedger:
                     self.record.narrowed_files.add(path.relative_to(config.rootpath).as_posix())
                 except ValueError:
                     pass
-        self.record.collected = [item.nodeid for item in session.items]
-        self.record.covered = {item.nodeid for item in session.items if item.stash.get(_COVERED_KEY, False)}
+        plain = distributed.plain_nodeid
+        self.record.collected = [plain(item.nodeid) for item in session.items]
+        self.record.covered = {plain(item.nodeid) for item in session.items if item.stash.get(_COVERED_KEY, False)}
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if self._recording and report.skipped:
@@ -240,8 +241,9 @@ class SkipLedger:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self._recording:
             return
+        nodeid = distributed.plain_nodeid(report.nodeid)
         if report.when == "setup":
-            self.record.ran.add(report.nodeid)
+            self.record.ran.add(nodeid)
         wasxfail = getattr(report, "wasxfail", None)
         if wasxfail is not None:
             if report.skipped and wasxfail.startswith("[NOTRUN]"):
@@ -253,7 +255,7 @@ class SkipLedger:
         elif report.failed and isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]"):
             self.record.xpassed_strict += 1
         elif report.skipped:
-            self.record.skips.setdefault(report.nodeid, skip_message(report))
+            self.record.skips.setdefault(nodeid, skip_message(report))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: object, error: object) -> None:
