@@ -27,7 +27,8 @@ class ClientPoolOptions(PoolOptions):
     def __init__(self, options: _parsed.ClientOptions) -> None:
         super().__init__(max_pool_size=options.max_pool_size or 0, min_pool_size=options.min_pool_size,
                          max_idle_time=options.max_idle_time_seconds, wait_queue_timeout=options.wait_queue_timeout,
-                         max_connecting=options.max_connecting, load_balanced=options.load_balanced)
+                         max_connecting=options.max_connecting, load_balanced=options.load_balanced,
+                         debug=options.pool_debug)
         self._settings: ConnectionSettings = options.connection_settings()
         self._driver = options.driver
 

@@ -218,6 +218,24 @@ class MongoClient(Watchable):
         return ClientSession(self, self._core, SessionOptions(causal_consistency, default_transaction_options,
                                                               snapshot, default_timeout_ms=default_timeout_ms))
 
+    # -- pool diagnostics (greenmongo extensions; PyMongo has neither) ------------------------
+
+    def pool_stats(self) -> dict[str, dict[str, Any]]:
+        """A snapshot of every server's connection pool, keyed ``"host:port"`` (JSON-ready), for dashboards:
+        ``size`` (in use + available + being established), ``in_use`` (of which ``in_use_by_cursors`` and
+        ``in_use_by_transactions``), ``available``, ``pending``, ``waiters``, ``longest_wait`` (seconds),
+        ``generation``, ``max_pool_size``, ``state``. Reads counters only: no I/O, no lock, cheap to poll."""
+        return self._core.pool_stats()
+
+    def pool_holders(self, limit: Optional[int] = None) -> list[dict[str, Any]]:
+        """Who holds the checked-out connections, longest held first: ``address``, ``connection_id``, ``use``
+        (cursor, transaction, other), ``greenlet`` (name), ``greenlet_alive``, ``held_for`` (seconds), ``api``
+        (the greenmongo call) and ``stack`` (the caller's frames, innermost first). Needs
+        ``MongoClient(pool_debug=True)`` or ``GREENMONGO_POOL_DEBUG=1``; otherwise raises InvalidOperation."""
+        if not self._options.pool_debug:
+            raise InvalidOperation("pool_holders() needs MongoClient(pool_debug=True) or GREENMONGO_POOL_DEBUG=1")
+        return self._core.pool_holders(limit)
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:

@@ -104,7 +104,7 @@ def pool_of(client: MongoClient) -> Any:
 def at_rest(client: MongoClient) -> None:
     stats = pool_of(client).stats()
     assert (stats.in_use, stats.pending, stats.waiters) == (0, 0, 0), stats
-    assert pool_of(client)._pinned == {"cursor": 0, "transaction": 0}
+    assert pool_of(client)._uses == {"cursor": 0, "transaction": 0}
 
 
 def fail_point(internal: MongoClient, **data: Any) -> None:
@@ -149,7 +149,7 @@ def test_commands_carry_the_services_id_and_sessions_are_always_used(multi) -> N
         finds = events.named("find")
         assert {event.service_id for event in finds} == set(multi.service_ids)
         assert all("lsid" in event.command for event in finds)  # an implicit session, on a load balancer too
-        assert pool_of(client)._pinned["cursor"] == 2
+        assert pool_of(client)._uses["cursor"] == 2
         for cursor in cursors:
             assert len(list(cursor)) == 5
         at_rest(client)
@@ -273,7 +273,7 @@ def test_a_pinned_cursor_dropped_unclosed_is_killed_on_its_connection_by_the_nex
         cursor = collection.find({}, batch_size=2)
         next(cursor)
         pinned = pool_of(client)
-        assert pinned._pinned["cursor"] == 1
+        assert pinned._uses["cursor"] == 1
         connection_id = events.named("find")[-1].connection_id
         del cursor
         gc.collect()
@@ -300,7 +300,7 @@ def test_rewinding_a_pinned_cursor_gives_its_connection_back(balancer) -> None:
         balancer.close_connections()
         with pytest.raises(AutoReconnect):
             list(cursor)  # the getMore fails on the pinned connection: nothing to kill, still pinned
-        assert pool_of(client)._pinned["cursor"] == 1
+        assert pool_of(client)._uses["cursor"] == 1
         cursor.rewind()
         at_rest(client)
         assert [doc["_id"] for doc in cursor] == list(range(6))  # pinned again, then exhausted

@@ -495,7 +495,7 @@ def test_pinned_counts_in_load_balanced_timeout_message() -> None:
     with pytest.raises(WaitQueueTimeoutError, match="connections in use by cursors: 1"):
         pool.check_out()
     pool.check_in(conn)
-    assert pool._pinned["cursor"] == 0
+    assert pool._uses["cursor"] == 0
 
 
 def test_a_connection_closed_by_an_error_is_closed_for_error_even_after_its_service_was_cleared() -> None:
@@ -517,13 +517,13 @@ def test_pinned_in_use_counts_by_kind_and_in_the_timeout_message() -> None:
     with pytest.raises(WaitQueueTimeoutError, match="^Timeout waiting for connection from the connection pool. "
                                                     "maxPoolSize: 3, connections in use by cursors: 1, connections "
                                                     "in use by transactions: 1, connections in use by other "
-                                                    "operations: 1$"):
+                                                    "operations: 1, connections available: 0, "):
         pool.check_out()
     pool.mark_pinned(transaction, None)  # no longer the transaction's (still checked out)
-    assert pool._pinned == {"cursor": 1, "transaction": 0}
+    assert pool._uses == {"cursor": 1, "transaction": 0}
     for conn in (cursor, transaction, other):
         pool.check_in(conn)
-    assert pool._pinned == {"cursor": 0, "transaction": 0}
+    assert pool._uses == {"cursor": 0, "transaction": 0}
 
 
 # -- events, listeners, logging -----------------------------------------------------

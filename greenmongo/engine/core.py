@@ -30,6 +30,7 @@ from greenmongo.operations.base import Operation
 from greenmongo.operations.cursor_state import CursorState, KillCursorsOperation
 from greenmongo.options.client_options import ClientOptions
 from greenmongo.options.read_preferences import ServerMode
+from greenmongo.pool.model import address_text
 from greenmongo.sdam.address import Address
 from greenmongo.topology.topology import Topology, abandon
 from greenmongo.wire import compression
@@ -238,6 +239,27 @@ class ClientCore:
     def pending_kills(self) -> int:
         """How many killCursors (and pinned connections) wait for a later operation (observability, tests)."""
         return len(self._pending_kills) + len(self._pending_pins)
+
+    def pool_stats(self) -> dict[str, dict[str, Any]]:
+        """Per server ("host:port"): its pool's size, in_use (and by cursors, transactions), available,
+        pending, waiters, longest_wait (s), generation, max_pool_size, state. No I/O, no switch."""
+        out: dict[str, dict[str, Any]] = {}
+        for address, server in self.topology.servers().items():
+            stats = server.pool.stats()
+            out[address_text(address)] = {
+                "size": stats.total, "in_use": stats.in_use, "available": stats.available,
+                "pending": stats.pending, "waiters": stats.waiters, "generation": stats.generation,
+                "max_pool_size": stats.max_pool_size, "in_use_by_cursors": stats.in_use_by_cursors,
+                "in_use_by_transactions": stats.in_use_by_transactions, "longest_wait": stats.longest_wait,
+                "state": stats.state,
+            }
+        return out
+
+    def pool_holders(self, limit: Optional[int] = None) -> list[dict[str, Any]]:
+        """Checked-out connections of every pool with who holds them, longest held first (pool debug mode)."""
+        found = [info for server in self.topology.servers().values() for info in server.pool.holders(limit)]
+        found.sort(key=lambda info: info["held_for"], reverse=True)
+        return found if limit is None else found[:limit]
 
     # -- lifecycle ----------------------------------------------------------------------------------
 

@@ -325,7 +325,7 @@ class Executor:
                        holder: "_SessionHolder", selection_end: Optional[float] = None) -> Any:
         """Check a connection out, run, check it in - unless a transaction's first statement or a cursor
         the command opened took it (load-balanced mode: ``lease.pin``); then the pin's owner gives it back."""
-        conn = server.check_out(selection_end)
+        conn = server.check_out(selection_end, _pool_use(operation, holder))
         lease = _Lease(server, conn)
         holder.lease = lease
         try:
@@ -595,6 +595,18 @@ def _wire_info(description: Any) -> WireInfo:
         # each batch is built for the connection it goes out on anyway.
         wire_version = WIRE_5_0
     return WireInfo.from_hello({**hello, "maxWireVersion": wire_version}, description.address)
+
+
+#: Commands counted as a cursor's use of a connection (the pool's exhaustion diagnostics).
+_CURSOR_COMMANDS = frozenset({"find", "aggregate", "getMore", "killCursors", "listCollections", "listIndexes"})
+
+
+def _pool_use(operation: Operation, holder: "_SessionHolder") -> Optional[str]:
+    """What the pool counts this attempt's connection as in use for: "transaction", "cursor" or None."""
+    session = holder.explicit
+    if operation.ends_transaction or (session is not None and session.in_transaction):
+        return "transaction"
+    return "cursor" if operation.name in _CURSOR_COMMANDS else None
 
 
 def _chooses_own_preference(operation: Operation) -> bool:

@@ -106,8 +106,9 @@ class SelectedServer(Protocol):
 
     def checkout(self, deadline: Optional[float] = None) -> ContextManager[CommandConnection]: ...
 
-    def check_out(self, deadline: Optional[float] = None) -> Any:
-        """A connection of this server's pool (establishment errors already reported to SDAM)."""
+    def check_out(self, deadline: Optional[float] = None, use: Optional[str] = None) -> Any:
+        """A connection of this server's pool (establishment errors already reported to SDAM), counted as in
+        use for ``use`` ("cursor", "transaction", None: other) until it is checked in."""
 
     def check_in(self, conn: Any) -> None: ...
 

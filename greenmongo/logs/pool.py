@@ -100,11 +100,15 @@ class ConnectionLogger:
     def checkout_started(self) -> None:
         self._emit("Connection checkout started")
 
-    def checkout_failed(self, reason: str, duration: float, error: Optional[BaseException] = None) -> None:
+    def checkout_failed(self, reason: str, duration: float, error: Optional[BaseException] = None,
+                        details: Optional[Mapping[str, Any]] = None) -> None:
+        """``details``: for a wait-queue timeout, greenmongo's pool-exhaustion fields (beyond the spec's):
+        maxPoolSize, inUse, inUseByCursors, inUseByTransactions, inUseByOtherOperations, available,
+        pending, waitQueueLength, longestWaitMS."""
         self._emit("Connection checkout failed",
                    reason=CHECKOUT_FAILED_REASON_TEXT.get(reason, reason),
                    error=None if error is None else error_text(error),
-                   durationMS=duration_ms(duration))
+                   durationMS=duration_ms(duration), **(details or {}))
 
     def checked_out(self, connection_id: int, duration: float) -> None:
         self._emit("Connection checked out", driverConnectionId=connection_id, durationMS=duration_ms(duration))
@@ -142,7 +146,14 @@ def _render(data: Mapping[str, Any]) -> str:
         text = f"Checkout failed for connection to {where}. Reason: {data.get('reason')}"
         if "error" in data:
             text += f". Error: {data['error']}"
-        return text + f". Duration: {data.get('durationMS', 0):.3f} ms"
+        text += f". Duration: {data.get('durationMS', 0):.3f} ms"
+        if "inUse" in data:  # greenmongo's pool-exhaustion fields (a wait-queue timeout)
+            text += (f". In use: {data['inUse']} of maxPoolSize {data.get('maxPoolSize')} (cursors: "
+                     f"{data.get('inUseByCursors')}, transactions: {data.get('inUseByTransactions')}, other: "
+                     f"{data.get('inUseByOtherOperations')}), available: {data.get('available')}, pending: "
+                     f"{data.get('pending')}, wait queue length: {data.get('waitQueueLength')}, longest wait: "
+                     f"{data.get('longestWaitMS', 0):.3f} ms")
+        return text
     if message == "Connection checked out":
         return (f"Connection checked out: address={where}, driver-generated ID={conn_id}, "
                 f"duration={data.get('durationMS', 0):.3f} ms")

@@ -317,6 +317,14 @@ class ClientOptions:
         return self._get("maxConnecting", DEFAULT_MAX_CONNECTING)
 
     @property
+    def pool_debug(self) -> bool:
+        """greenmongo's ``pool_debug=True`` keyword, or ``GREENMONGO_POOL_DEBUG=1`` in the environment: pools
+        record who holds each checked-out connection (``MongoClient.pool_holders()``)."""
+        if "pool_debug" in self._options and self._options["pool_debug"] is not None:
+            return bool(self._options["pool_debug"])
+        return os.environ.get("GREENMONGO_POOL_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+    @property
     def retry_writes(self) -> bool:
         return self._get("retryWrites", True)
 

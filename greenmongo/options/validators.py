@@ -515,6 +515,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("server_selector", PythonOnly(_optional_callable), uri=False),
     Option("auto_encryption_opts", PythonOnly(_not_built_encryption), uri=False),
     Option("driver", PythonOnly(_driver_info), uri=False),
+    # greenmongo's own keyword options (PyMongo has no such option)
+    Option("pool_debug", Boolean(), uri=False),
 )
 
 BY_KEY: dict[str, Option] = {option.name.lower(): option for option in OPTIONS}

@@ -20,6 +20,14 @@ from greenmongo.monitoring.pool import ConnectionCheckOutFailedReason as _Failed
 from greenmongo.monitoring.pool import ConnectionClosedReason as _Closed
 from greenmongo.monitoring.pool import _PoolEventPublisher
 from greenmongo.pool.background import BackgroundMaintenance, MaintenanceWorker
+from greenmongo.pool.diagnostics import (
+    TOP_HOLDERS,
+    Holder,
+    exhaustion_details,
+    exhaustion_text,
+    holder_info,
+    holders_text,
+)
 from greenmongo.pool.events import PoolEvents
 from greenmongo.bson.objectid import ObjectId
 from greenmongo.pool.model import (
@@ -82,6 +90,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         self._max_connecting = opts.max_connecting
         self._max_idle = opts.max_idle_time
         self._load_balanced = opts.load_balanced
+        self._debug = opts.debug
         self._publisher = _PoolEventPublisher(address, event_listeners)
         self._publish = bool(self._publisher)
         self._out = (publisher or OrderedPublisher()).publish
@@ -99,7 +108,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         self._waiters: Deque[WaitQueueEntry] = deque()
         self._establishing: Dict[PooledConnection, Interruptible] = {}  # record -> its establishment
         self._clear_cause: Optional[BaseException] = None
-        self._pinned = {"cursor": 0, "transaction": 0}
+        self._uses = {"cursor": 0, "transaction": 0}  # in-use connections by what they are in use for
         self._fork_epoch = _fork_epoch
 
         # Background maintenance: created on the first ready().
@@ -128,14 +137,27 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         return self._state == PoolState.CLOSED
 
     def stats(self) -> PoolStats:
+        """The counters now: synchronous, no allocation beyond the snapshot (cheap to poll)."""
         return PoolStats(state=self._state, generation=self._generation, total=self._total,
                          available=len(self._available), pending=self._pending,
                          in_use=len(self._in_use), waiters=len(self._waiters),
                          establishing=len(self._establishing),
-                         populators=len(self._populators) + len(self._populators_starting))
+                         populators=len(self._populators) + len(self._populators_starting),
+                         max_pool_size=self._max_pool_size, in_use_by_cursors=self._uses["cursor"],
+                         in_use_by_transactions=self._uses["transaction"], longest_wait=self._longest_wait())
+
+    def holders(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Checked-out connections with who holds them, longest held first (pool debug mode; [] when off):
+        each a dict of address, connection_id, use, greenlet, greenlet_alive, held_for (s), api, stack."""
+        now = monotonic()
+        held = sorted((record for record in self._in_use.values() if record.holder is not None),
+                      key=lambda record: record.holder.since)
+        if limit is not None:
+            held = held[:limit]
+        return [holder_info(record, self.address, now) for record in held]
 
     def describe(self, conn: ConnT) -> PooledConnection:
-        """The pool's record of a checked-out connection (id, generation, service_id, pinned)."""
+        """The pool's record of a checked-out connection (id, generation, service_id, use, holder)."""
         record = self._in_use.get(id(conn))
         if record is None or record.conn is not conn:
             raise InvalidOperation("connection is not checked out from this pool")
@@ -155,19 +177,21 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
 
     def mark_pinned(self, conn: ConnT, kind: Optional[str]) -> None:
         """Record that a cursor or transaction owns ``conn`` (load-balanced mode), or no longer does."""
-        record = self.describe(conn)
-        if record.pinned:
-            self._pinned[record.pinned] -= 1
-        record.pinned = kind
-        if kind:
-            self._pinned[kind] = self._pinned.get(kind, 0) + 1
+        self._set_use(self.describe(conn), kind)
+
+    def _set_use(self, record: PooledConnection, use: Optional[str]) -> None:
+        if record.use:
+            self._uses[record.use] -= 1
+        record.use = use
+        if use:
+            self._uses[use] = self._uses.get(use, 0) + 1
 
     def checkout(self, deadline: Optional[float] = None) -> "_Checkout[ConnT]":
         """``with pool.checkout() as conn:`` -- checks the connection back in however the block ends."""
         return _Checkout(self, deadline)
 
     def check_out(self, deadline: Optional[float] = None,
-                  on_error: Optional[Callable[[BaseException], None]] = None) -> ConnT:
+                  on_error: Optional[Callable[[BaseException], None]] = None, use: Optional[str] = None) -> ConnT:
         """A ready connection, in wait-queue order.
 
         ``deadline`` (``time.monotonic()`` based: what an operation's timeoutMS leaves for selection and
@@ -176,6 +200,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         Raises WaitQueueTimeoutError, PoolClearedError (retryable), PoolClosedError,
         or the factory's error; ``on_error(error)`` (SDAM's handling) runs first, before the failed
         connection's ConnectionClosedEvent and the ConnectionCheckOutFailedEvent, as in PyMongo.
+        ``use`` ("cursor", "transaction" or None) is what the connection is counted as in use for.
         """
         if self._fork_epoch != _fork_epoch:
             self._reset_after_fork()
@@ -184,6 +209,10 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         if instrumented:
             self._event_checkout_started()
         record = self._acquire(deadline, started, instrumented, on_error)
+        if use:
+            self._set_use(record, use)
+        if self._debug:
+            record.holder = Holder.capture()
         if instrumented:
             try:
                 self._event_checked_out(record.id, monotonic() - started)
@@ -198,9 +227,10 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         record = self._in_use.pop(id(conn), None)
         if record is None:
             raise InvalidOperation("connection was not checked out from this pool")
-        if record.pinned:
-            self._pinned[record.pinned] -= 1
-            record.pinned = None
+        if record.use:
+            self._uses[record.use] -= 1
+            record.use = None
+        record.holder = None
         reason = self._keep_or_close(record)
         if self._publish or self._log.enabled():
             try:
@@ -352,12 +382,12 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         # Timed out unless served in the same loop turn as the timer fired (then keep what we got).
         if not woken and entry.outcome not in (HANDED_CONNECTION, HANDED_SLOT, FAILED):
             self._abandon(entry)
-            raise self._fail_checkout(_Failed.TIMEOUT, started, WaitQueueTimeoutError(self._timeout_message()))
+            raise self._timed_out(started, entry)
         if entry.outcome == HANDED_SLOT and deadline is not None and monotonic() >= deadline:
             # Handed a connecting slot after the operation's deadline (its timer had not run yet): there is no
             # time to connect, so the slot goes to the next waiter and this checkout timed out in the queue.
             self._abandon(entry)
-            raise self._fail_checkout(_Failed.TIMEOUT, started, WaitQueueTimeoutError(self._timeout_message()))
+            raise self._timed_out(started, entry)
         if entry.outcome == FAILED:
             entry.outcome = GONE
             raise self._fail_checkout(entry.reason or _Failed.CONN_ERROR, started, entry.value)
@@ -391,6 +421,10 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         elif got is not None:
             if self._in_use.pop(id(got.conn), None) is None:
                 return
+            if got.use:
+                self._uses[got.use] -= 1
+                got.use = None
+            got.holder = None
             reason = self._return_reason(got)
             if reason is None:
                 self._hand_off(got)
@@ -610,13 +644,45 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
     def _closed_error(self) -> BaseException:
         return PoolClosedError("Attempted to check out a connection from closed connection pool")
 
-    def _timeout_message(self) -> str:
-        if self._load_balanced:  # the Load Balancer spec's message: who holds the connections
-            cursors, txns = self._pinned.get("cursor", 0), self._pinned.get("transaction", 0)
-            return (f"Timeout waiting for connection from the connection pool. maxPoolSize: {self._max_pool_size}, "
-                    f"connections in use by cursors: {cursors}, connections in use by transactions: {txns}, "
-                    f"connections in use by other operations: {len(self._in_use) - cursors - txns}")
-        return "Timed out while checking out a connection from connection pool"
+    def _longest_wait(self, now: Optional[float] = None) -> float:
+        for entry in self._waiters:  # FIFO: the first still waiting has waited longest
+            if entry.outcome == WAITING:
+                return (monotonic() if now is None else now) - entry.since
+        return 0.0
+
+    def exhaustion_details(self, waited: float = 0.0) -> Dict[str, Any]:
+        """What a WaitQueueTimeoutError reports: in-use counts by use, available, pending, the wait queue's
+        length and its longest current wait (``waited``, a checkout that just left it, counts too)."""
+        return exhaustion_details(self._max_pool_size, len(self._in_use), self._uses, len(self._available),
+                                  self._pending, len(self._waiters), max(waited, self._longest_wait()))
+
+    def _timed_out(self, started: float, entry: WaitQueueEntry) -> BaseException:
+        """The WaitQueueTimeoutError of a checkout that left the queue, announced with the same counts."""
+        waited = monotonic() - entry.since
+        details = self.exhaustion_details(waited)
+        return self._fail_checkout(_Failed.TIMEOUT, started,
+                                   WaitQueueTimeoutError(self._timeout_message(details, waited)), details)
+
+    def _timeout_message(self, details: Dict[str, Any], waited: Optional[float] = None) -> str:
+        """PyMongo's first sentence (the Load Balancer spec's in that mode), then who holds the connections:
+        by cursors, transactions, other operations; what is available or being established; the wait queue;
+        in debug mode the longest holders."""
+        timeout = self.opts.wait_queue_timeout
+        counts = (f"connections in use by cursors: {details['inUseByCursors']}, connections in use by "
+                  f"transactions: {details['inUseByTransactions']}, connections in use by other operations: "
+                  f"{details['inUseByOtherOperations']}")
+        if self._load_balanced:
+            text = (f"Timeout waiting for connection from the connection pool. maxPoolSize: {self._max_pool_size}, "
+                    f"{counts}")
+        else:
+            text = (f"Timed out while checking out a connection from connection pool. address: "
+                    f"{address_text(self.address)}, maxPoolSize: {self._max_pool_size}, {counts}")
+        text += exhaustion_text(details, waited)
+        if timeout is not None:
+            text += f", waitQueueTimeoutMS: {timeout * 1000.0:g}"
+        if self._debug:
+            text += holders_text(self.holders(TOP_HOLDERS), len(self._in_use))
+        return text
 
 
 class _Checkout(Generic[ConnT]):

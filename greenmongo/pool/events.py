@@ -10,7 +10,7 @@ which case it is queued behind it and the emitter goes on.
 from __future__ import annotations
 
 from time import monotonic
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from gevent.timeout import Timeout
 
@@ -29,20 +29,25 @@ class PoolEvents:
     _state: str
     _closed_error: Callable[[], BaseException]
     _cleared_error: Callable[[], BaseException]
+    exhaustion_details: Callable[..., Dict[str, Any]]
 
     def _fail_checkout_not_ready(self, started: float) -> BaseException:
         if self._state == PoolState.CLOSED:
             return self._fail_checkout(_Failed.POOL_CLOSED, started, self._closed_error())
         return self._fail_checkout(_Failed.CONN_ERROR, started, self._cleared_error())
 
-    def _fail_checkout(self, reason: str, started: float, error: BaseException) -> BaseException:
+    def _fail_checkout(self, reason: str, started: float, error: BaseException,
+                       details: Optional[Mapping[str, Any]] = None) -> BaseException:
+        """``details``: a timeout's exhaustion counts (``Pool.exhaustion_details``), added to its log message."""
         if self._publish or self._log.enabled():
             duration = monotonic() - started
             if self._publish:
                 self._out(self._publisher.checkout_failed, reason, duration)
             if self._log.enabled():
+                if reason == _Failed.TIMEOUT and details is None:
+                    details = self.exhaustion_details(duration)
                 self._out(self._log.checkout_failed, reason, duration,
-                          error if reason == _Failed.CONN_ERROR else None)
+                          error if reason == _Failed.CONN_ERROR else None, details)
         return error
 
     def _fail_checkout_quietly(self, exc: BaseException, started: float, establishing: bool = False) -> None:

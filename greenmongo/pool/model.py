@@ -42,7 +42,7 @@ class PoolOptions:
     """The CMAP options of every pool of one client (durations in seconds, 0/None = no limit)."""
 
     __slots__ = ("max_pool_size", "min_pool_size", "max_idle_time", "wait_queue_timeout",
-                 "max_connecting", "load_balanced", "maintenance_interval", "_non_default")
+                 "max_connecting", "load_balanced", "maintenance_interval", "debug", "_non_default")
 
     def __init__(
         self,
@@ -53,9 +53,11 @@ class PoolOptions:
         max_connecting: int = 2,
         load_balanced: bool = False,
         maintenance_interval: Optional[float] = None,
+        debug: bool = False,
     ) -> None:
         """``maintenance_interval``: seconds between background runs (None: the default,
-        negative: never run -- the test format's ``backgroundThreadIntervalMS: -1``)."""
+        negative: never run -- the test format's ``backgroundThreadIntervalMS: -1``). ``debug``: record who
+        holds each checked-out connection (``pool.diagnostics``; not a CMAP option, never in its events)."""
         if max_pool_size is None or max_pool_size < 0:
             raise ConfigurationError("maxPoolSize must be an integer >= 0")
         if min_pool_size < 0 or (max_pool_size and min_pool_size > max_pool_size):
@@ -73,6 +75,7 @@ class PoolOptions:
         self.max_connecting = int(max_connecting)
         self.load_balanced = bool(load_balanced)
         self.maintenance_interval = maintenance_interval
+        self.debug = bool(debug)
         options: Dict[str, Any] = {}
         if max_pool_size != 100:
             options["maxPoolSize"] = max_pool_size
@@ -98,10 +101,10 @@ def _ms(seconds: float) -> Any:
 
 
 class PooledConnection:
-    """The pool's record of one connection: identity, generation, use and pinning."""
+    """The pool's record of one connection: identity, generation, what it is in use for, who holds it."""
 
-    __slots__ = ("conn", "id", "generation", "service_id", "created_at", "last_used", "pinned",
-                 "interrupted", "for_pool")
+    __slots__ = ("conn", "id", "generation", "service_id", "created_at", "last_used", "use",
+                 "interrupted", "for_pool", "holder")
 
     def __init__(self, connection_id: int, generation: int) -> None:
         self.conn: Any = None
@@ -110,19 +113,26 @@ class PooledConnection:
         self.service_id: Optional[ObjectId] = None
         self.created_at = monotonic()
         self.last_used = self.created_at
-        self.pinned: Optional[str] = None  # "cursor" / "transaction" (load-balanced mode)
+        # While checked out: "cursor" / "transaction" (a command of one, or a load-balanced pin), None: other.
+        self.use: Optional[str] = None
         self.interrupted = False  # clear(interrupt_in_use_connections=True) reached it
         self.for_pool = False  # established by the background for minPoolSize, not for a checkout
+        self.holder: Any = None  # pool debug mode: a diagnostics.Holder while checked out
 
     def __repr__(self) -> str:
         return f"<PooledConnection id={self.id} generation={self.generation} conn={self.conn!r}>"
 
 
 class PoolStats:
-    """A snapshot of a pool's counters (for tests, diagnostics and benchmarks)."""
+    """A snapshot of a pool's counters (for tests, diagnostics, dashboards and benchmarks).
+
+    ``total`` is the pool's size (pending + available + in use); ``in_use`` splits into
+    ``in_use_by_cursors``, ``in_use_by_transactions`` and the rest; ``longest_wait`` is how long (seconds)
+    the oldest checkout in the wait queue has waited, 0.0 with no waiters."""
 
     __slots__ = ("state", "generation", "total", "available", "pending", "in_use", "waiters",
-                 "establishing", "populators")
+                 "establishing", "populators", "max_pool_size", "in_use_by_cursors",
+                 "in_use_by_transactions", "longest_wait")
 
     def __init__(self, **values: Any) -> None:
         for key, value in values.items():

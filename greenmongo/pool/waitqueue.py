@@ -8,6 +8,7 @@ that arrives after its greenlet stopped waiting (timed out, killed) is harmlessl
 
 from __future__ import annotations
 
+from time import monotonic
 from typing import Any, Optional
 
 from gevent.hub import Waiter
@@ -23,9 +24,10 @@ GONE = 4  # it left (timed out, killed) and gave back what it had
 class WaitQueueEntry:
     """One checkout waiting in the queue; whoever serves it fills ``outcome``/``value`` and wakes it."""
 
-    __slots__ = ("waiter", "outcome", "value", "reason")
+    __slots__ = ("waiter", "outcome", "value", "reason", "since")
 
     def __init__(self) -> None:
+        self.since = monotonic()  # when it joined the queue (the longest current wait is the head's)
         self.waiter = Waiter()
         self.outcome = WAITING
         self.value: Any = None

@@ -172,8 +172,9 @@ class Server:
         finally:
             self.pool.check_in(conn)
 
-    def check_out(self, deadline: Optional[float] = None) -> "Connection":
-        """A connection from the pool (see :meth:`checkout`); the caller checks it in or pins it.
+    def check_out(self, deadline: Optional[float] = None, use: Optional[str] = None) -> "Connection":
+        """A connection from the pool (see :meth:`checkout`); the caller checks it in or pins it. ``use``
+        ("cursor", "transaction", None: other) is what the pool counts it as in use for until check-in.
 
         A failed establishment goes to SDAM from inside the pool, before its ConnectionClosedEvent and
         ConnectionCheckOutFailedEvent (so a PoolClearedEvent comes first, as in PyMongo and the spec tests).
@@ -187,7 +188,7 @@ class Server:
                 self._establishment_failed(exc, generation)
 
         try:
-            return self.pool.check_out(deadline, on_error)
+            return self.pool.check_out(deadline, on_error, use)
         except _POOL_ERRORS:
             raise
         except (ConnectionFailure, OperationFailure) as exc:

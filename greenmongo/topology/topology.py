@@ -157,7 +157,8 @@ class Topology:
             pool_options=PoolOptions(
                 max_pool_size=options.max_pool_size or 0, min_pool_size=options.min_pool_size,
                 max_idle_time=options.max_idle_time_seconds, wait_queue_timeout=options.wait_queue_timeout,
-                max_connecting=options.max_connecting, load_balanced=options.load_balanced),
+                max_connecting=options.max_connecting, load_balanced=options.load_balanced,
+                debug=options.pool_debug),
             credentials=options.credentials,
             event_listeners=options.event_listeners,
             server_selection_timeout=options.server_selection_timeout,
