@@ -325,7 +325,7 @@ def test_cmap(path: Path, request: pytest.FixtureRequest) -> None:
         message = expected_error.get("message")
         if expected_error.get("type") == "WaitQueueTimeoutError" and isinstance(message, str):
             # The spec's sentence comes first; greenmongo (as PyMongo) goes on with who holds the connections.
-            assert str(error).startswith(message + ". "), f"error.message: {str(error)!r} does not start with {message!r}"
+            assert str(error).startswith(message + ". "), f"error.message: {str(error)!r} does not start: {message!r}"
             actual["message"] = message
         if getattr(error, "address", None) is not None:
             actual["address"] = error.address

@@ -134,6 +134,20 @@ class PoolStats:
                  "establishing", "populators", "max_pool_size", "in_use_by_cursors",
                  "in_use_by_transactions", "longest_wait")
 
+    state: str
+    generation: int
+    total: int
+    available: int
+    pending: int
+    in_use: int
+    waiters: int
+    establishing: int
+    populators: int
+    max_pool_size: int
+    in_use_by_cursors: int
+    in_use_by_transactions: int
+    longest_wait: float
+
     def __init__(self, **values: Any) -> None:
         for key, value in values.items():
             setattr(self, key, value)
