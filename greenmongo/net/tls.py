@@ -160,6 +160,7 @@ class _HandshakeState:
         self.tls_context = tls_context
         self.cache = cache
         self.ocsp_failure: Optional[str] = None
+        self.ocsp_verdict: Optional[str] = None  # why the certificate passed OCSP (None: not checked)
         self.responder_query: Optional[ocsp.ResponderQuery] = None
         """What the callback left for after the handshake: it runs inside OpenSSL, where no I/O may wait."""
 
@@ -179,6 +180,7 @@ def _ocsp_callback(connection: SSL.Connection, stapled: bytes, _data: Any) -> bo
         return False
     if not decision.accept:
         state.ocsp_failure = decision.reason
+    state.ocsp_verdict = decision.reason
     state.responder_query = decision.ask
     return decision.accept
 
@@ -194,6 +196,7 @@ def _check_with_responders(state: _HandshakeState, ask_responders: AskResponders
         raise AutoReconnect(f"TLS handshake failed: OCSP check failed: {exc!r}") from exc
     if not decision.accept:
         raise AutoReconnect(f"TLS handshake failed: {decision.reason}")
+    state.ocsp_verdict = decision.reason
 
 
 # -- hostname verification -------------------------------------------------------
@@ -248,6 +251,9 @@ class TlsSocket:
         self._fileno = sock.fileno()
         self._timeout: Optional[float] = sock.gettimeout()
         self._closed = False
+        #: How the certificate passed OCSP ("stapled OCSP response: good", "soft-fail: ...", ...); None when
+        #: OCSP was not checked (tlsInsecure, tlsDisableCertificateRevocationCheck, ...).
+        self.ocsp_verdict: Optional[str] = None
         loop = gevent.get_hub().loop
         self._read_watcher = loop.io(self._fileno, 1)
         self._write_watcher = loop.io(self._fileno, 2)
@@ -326,6 +332,18 @@ class TlsSocket:
     def peer_certificate(self) -> Optional[x509.Certificate]:
         return self._connection.get_peer_certificate(as_cryptography=True)
 
+    @property
+    def protocol_version(self) -> Optional[str]:
+        """The negotiated TLS version ("TLSv1.3", ...)."""
+        name = self._connection.get_protocol_version_name()
+        return str(name) if name else None
+
+    @property
+    def cipher(self) -> Optional[str]:
+        """The negotiated cipher suite's OpenSSL name."""
+        name = self._connection.get_cipher_name()
+        return str(name) if name else None
+
     def close(self) -> None:
         """Wake any greenlet parked on this socket (with EBADF), then release the descriptor.
 
@@ -399,6 +417,7 @@ def wrap_socket(
         if state.responder_query is not None:
             assert ask_responders is not None  # the query exists only under the endpoint check
             _check_with_responders(state, ask_responders, timeout)
+        tls_socket.ocsp_verdict = state.ocsp_verdict
         ok = True
         return tls_socket
     finally:
