@@ -17,6 +17,7 @@ import argparse
 import json
 import statistics
 import sys
+from time import monotonic
 from typing import Any, Mapping, Optional, Sequence, TextIO
 
 from greenmongo.auth.mechanisms import Authenticator, resolve_mechanism
@@ -47,8 +48,6 @@ class _RecordingResolver:
         self.lookups: list[dict[str, Any]] = []
 
     def _timed(self, kind: str, name: str, call: Any, timeout: Optional[float]) -> Any:
-        from time import monotonic
-
         started = monotonic()
         try:
             result = call(name, timeout)
@@ -61,7 +60,7 @@ class _RecordingResolver:
                              list(result)})
         return result
 
-    def resolve_srv(self, name: str, timeout: Optional[float] = None) -> list[Address]:
+    def resolve_srv(self, name: str, timeout: Optional[float] = None) -> list[tuple[str, int]]:
         return list(self._timed("SRV", name, self._inner.resolve_srv, timeout))
 
     def resolve_txt(self, name: str, timeout: Optional[float] = None) -> list[str]:
@@ -175,7 +174,7 @@ def diagnose(uri: str, *, dns_servers: Sequence[str] = (), timeout: Optional[flo
                 probe["summary"] = _hello_summary(probe, server)
             else:
                 server = ServerDescription(address, error=ConnectionError(probe.get("error", "failed")))
-            del probe["hello"]  # raw replies hold dates and binary: the summary is what is reported
+            probe.pop("hello", None)  # raw replies hold dates and binary: the summary is what is reported
             description = apply_server_description(description, server)
     report["hosts"] = [hosts[address] for address in hosts]
     report["topology"] = {"type": description.topology_type.name, "set_name": description.replica_set_name,

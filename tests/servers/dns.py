@@ -88,14 +88,14 @@ _OWN_RECORDS = {
 }
 
 
-def _build_records():
+def _build_records(extra=None):
     import dns.name
     import dns.rdataclass
     import dns.rdatatype
     import dns.rrset
 
     records = {}
-    for (owner, rdtype), texts in {**_SPEC_RECORDS, **_OWN_RECORDS}.items():
+    for (owner, rdtype), texts in {**_SPEC_RECORDS, **_OWN_RECORDS, **(extra or {})}.items():
         name = dns.name.from_text(owner)
         records[(name, dns.rdatatype.from_text(rdtype))] = dns.rrset.from_text_list(
             name, 86400, dns.rdataclass.IN, dns.rdatatype.from_text(rdtype), texts)
@@ -105,10 +105,10 @@ def _build_records():
 class _Authority:
     """Answers one query message: authoritative for IN_ZONES, REFUSED elsewhere."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra=None) -> None:
         import dns.name
 
-        self.records = _build_records()
+        self.records = _build_records(extra)
         self.names = {name for name, _ in self.records}
         self.zones = [dns.name.from_text(zone) for zone in IN_ZONES]
 
@@ -158,12 +158,13 @@ class _Authority:
             return truncated.to_wire(), delay
 
 
-def serve(host: str = "127.0.0.1", port: int = 0, ready=None) -> None:
-    """Serve UDP and TCP on (host, port) forever with gevent; ``ready(port)`` once listening."""
+def serve(host: str = "127.0.0.1", port: int = 0, ready=None, extra=None) -> None:
+    """Serve UDP and TCP on (host, port) forever with gevent; ``ready(port)`` once listening. ``extra``:
+    more records, {(owner, type): [rdata text, ...]}, owners absolute and inside IN_ZONES."""
     import gevent
     from gevent import socket
 
-    authority = _Authority()
+    authority = _Authority(extra)
     for attempt in range(50):  # UDP picks the port; TCP must get the same one
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         udp.bind((host, port))
@@ -241,8 +242,11 @@ def _read(conn, count: int) -> Optional[bytes]:
 class LoopbackDnsServer:
     """The server in its own process; ``address`` is ("127.0.0.1", port) once started."""
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", extra_records=None) -> None:
+        """``extra_records``: {(owner, type): [rdata text, ...]} served besides the fixed ones (a test's
+        own SRV record pointing at its server's port, say)."""
         self.host = host
+        self.extra_records = dict(extra_records or {})
         self.port: Optional[int] = None
         self._process: Optional[subprocess.Popen] = None
 
@@ -253,8 +257,10 @@ class LoopbackDnsServer:
 
     def start(self) -> "LoopbackDnsServer":
         # As a module from the repository root: run as a script, this file would shadow dnspython.
+        records = [arg for (owner, rdtype), texts in self.extra_records.items() for text in texts
+                   for arg in ("--record", owner, rdtype, text)]
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.servers.dns", "--host", self.host], cwd=_REPO_ROOT,
+            [sys.executable, "-m", "tests.servers.dns", "--host", self.host, *records], cwd=_REPO_ROOT,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self._process.stdout.readline()  # test set-up: blocking is fine here
         if not line.startswith("PORT "):
@@ -291,12 +297,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--record", nargs=3, action="append", default=[], metavar=("OWNER", "TYPE", "RDATA"),
+                        help="one more record (repeatable)")
     args = parser.parse_args()
+    extra: dict = {}
+    for owner, rdtype, text in args.record:
+        extra.setdefault((owner, rdtype), []).append(text)
 
     def ready(port: int) -> None:
         print(f"PORT {port}", flush=True)
 
-    serve(args.host, args.port, ready)
+    serve(args.host, args.port, ready, extra)
 
 
 if __name__ == "__main__":
