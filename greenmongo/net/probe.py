@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket as _socket
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from gevent import socket as gsocket
 
@@ -33,6 +33,12 @@ def _ms(seconds: float) -> float:
 
 
 def _error_text(exc: BaseException) -> str:
+    """One line: a server's error as its errmsg, code and codeName (not the whole reply document)."""
+    details = getattr(exc, "details", None)
+    if isinstance(details, Mapping) and "errmsg" in details:
+        code = f" (code {details.get('code')} {details.get('codeName', '')})".replace(" )", ")") \
+            if "code" in details else ""
+        return f"{type(exc).__name__}: {details['errmsg']}{code}"
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"
 

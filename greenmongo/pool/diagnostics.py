@@ -58,9 +58,9 @@ class Holder:
             code = frame.f_code
             if code.co_filename.startswith(_SKIPPED):
                 if not stack and code.co_filename.startswith(_PACKAGE_DIR):
-                    entry = (code.co_filename, frame.f_lineno, code.co_name)
+                    entry = (code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name))
             else:
-                stack.append((code.co_filename, frame.f_lineno, code.co_name))
+                stack.append((code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name)))
             frame = frame.f_back
         return cls(gevent.getcurrent(), monotonic(), entry, stack)
 
