@@ -382,12 +382,12 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         # Timed out unless served in the same loop turn as the timer fired (then keep what we got).
         if not woken and entry.outcome not in (HANDED_CONNECTION, HANDED_SLOT, FAILED):
             self._abandon(entry)
-            raise self._timed_out(started, entry)
+            raise self._timed_out(started, entry, deadline)
         if entry.outcome == HANDED_SLOT and deadline is not None and monotonic() >= deadline:
             # Handed a connecting slot after the operation's deadline (its timer had not run yet): there is no
             # time to connect, so the slot goes to the next waiter and this checkout timed out in the queue.
             self._abandon(entry)
-            raise self._timed_out(started, entry)
+            raise self._timed_out(started, entry, deadline)
         if entry.outcome == FAILED:
             entry.outcome = GONE
             raise self._fail_checkout(entry.reason or _Failed.CONN_ERROR, started, entry.value)
@@ -656,14 +656,15 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         return exhaustion_details(self._max_pool_size, len(self._in_use), self._uses, len(self._available),
                                   self._pending, len(self._waiters), max(waited, self._longest_wait()))
 
-    def _timed_out(self, started: float, entry: WaitQueueEntry) -> BaseException:
+    def _timed_out(self, started: float, entry: WaitQueueEntry, deadline: Optional[float]) -> BaseException:
         """The WaitQueueTimeoutError of a checkout that left the queue, announced with the same counts."""
         waited = monotonic() - entry.since
         details = self.exhaustion_details(waited)
-        return self._fail_checkout(_Failed.TIMEOUT, started,
-                                   WaitQueueTimeoutError(self._timeout_message(details, waited)), details)
+        message = self._timeout_message(details, waited, by_deadline=deadline is not None)
+        return self._fail_checkout(_Failed.TIMEOUT, started, WaitQueueTimeoutError(message), details)
 
-    def _timeout_message(self, details: Dict[str, Any], waited: Optional[float] = None) -> str:
+    def _timeout_message(self, details: Dict[str, Any], waited: Optional[float] = None,
+                         by_deadline: bool = False) -> str:
         """PyMongo's first sentence (the Load Balancer spec's in that mode), then who holds the connections:
         by cursors, transactions, other operations; what is available or being established; the wait queue;
         in debug mode the longest holders."""
@@ -678,7 +679,9 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
             text = (f"Timed out while checking out a connection from connection pool. address: "
                     f"{address_text(self.address)}, maxPoolSize: {self._max_pool_size}, {counts}")
         text += exhaustion_text(details, waited)
-        if timeout is not None:
+        if by_deadline:  # an operation's timeoutMS (CSOT) bounded the wait, not waitQueueTimeoutMS
+            text += ", bounded by the operation's timeoutMS"
+        elif timeout is not None:
             text += f", waitQueueTimeoutMS: {timeout * 1000.0:g}"
         if self._debug:
             text += holders_text(self.holders(TOP_HOLDERS), len(self._in_use))
