@@ -184,3 +184,17 @@ def test_mongodb_srv_on_the_loopback_dns_server(server_uri: str) -> None:
         # A name the server does not know: the lookup fails, and the connection string cannot be used.
         code, out, _ = run_doctor("mongodb+srv://nothing.greenmongo.test/", "--dns-server", nameserver)
         assert code == 2 and "UNHEALTHY: the connection string cannot be used: " in out
+
+
+@pytest.mark.one_pass
+def test_a_load_balancer(server_uri: str) -> None:
+    from tests.servers.load_balancer import LoadBalancerProcess
+
+    host, port = host_of(server_uri).rsplit(":", 1)
+    with LoadBalancerProcess((host, int(port))) as balancer:
+        code, out, err = run_doctor(f"mongodb://127.0.0.1:{balancer.port}/?loadBalanced=true")
+    assert code == 0, out + err
+    assert f"Host 127.0.0.1:{balancer.port}: reachable" in out and "LoadBalancer, set secantus" in out
+    assert f"Topology: LoadBalanced\n  127.0.0.1:{balancer.port}: LoadBalancer\n" in out
+    assert f"  primary              127.0.0.1:{balancer.port}  <- the connection string's" in out
+    assert "loadBalanced=True" in out

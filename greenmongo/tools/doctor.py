@@ -175,6 +175,9 @@ def diagnose(uri: str, *, dns_servers: Sequence[str] = (), timeout: Optional[flo
             else:
                 server = ServerDescription(address, error=ConnectionError(probe.get("error", "failed")))
             probe.pop("hello", None)  # raw replies hold dates and binary: the summary is what is reported
+            if options.load_balanced and probe["ok"]:
+                # A load-balanced topology is one LoadBalancer, every other field unset (Load Balancer spec).
+                server = ServerDescription.load_balancer(address)
             description = apply_server_description(description, server)
     report["hosts"] = [hosts[address] for address in hosts]
     report["topology"] = {"type": description.topology_type.name, "set_name": description.replica_set_name,
@@ -228,8 +231,8 @@ def _verdict(report: Mapping[str, Any], configured: str) -> Optional[str]:
         return f"read preference {configured}: {chosen['error']}"
     if not chosen:
         return f"no server matches the read preference {configured} (topology {report['topology']['type']})"
-    if not report["selection"]["writes"] and report["topology"]["type"] != "Unknown":
-        return f"no server accepts writes (topology {report['topology']['type']})"
+    if not report["selection"]["writes"] and report["topology"]["type"] == "ReplicaSetNoPrimary":
+        return "the replica set has no primary: no server accepts writes"
     return None
 
 
