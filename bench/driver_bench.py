@@ -43,7 +43,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -51,36 +53,43 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("GREENMONGO_SPEC_DIR") or ROOT.parent / "shared" / "specifications") \
-    / "benchmarking" / "data" / "single_and_multi_document"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import benchlib  # noqa: E402
+from benchlib import (  # noqa: E402,F401  (re-exported: csot_bench imports them from here)
+    CannedServerProcess,
+    IterationPolicy,
+    SecantusProcess,
+    nearest_rank,
+    percentiles,
+    process_cpu_seconds,
+)
+
+ROOT = benchlib.ROOT
+DATA_DIR = benchlib.SINGLE_DIR
+
+#: The tasks this script ran before the whole suite (bench/driverbench.py); still its default.
 TASKS = ("FindOneById", "SmallDocInsertOne", "LargeDocInsertOne", "FindManyAndEmptyCursor",
          "SmallDocBulkInsert", "LargeDocBulkInsert")
+PARALLEL_BASES = ("LdjsonMultiImport", "LdjsonMultiExport", "GridFsMultiUpload", "GridFsMultiDownload")
+PARALLEL_MODES = ("greenlets", "processes")
+#: Every task the client process knows, the spec's order; parallel ones as "<task>/<mode>".
+ALL_TASKS = ("RunCommand", "FindOneById", "SmallDocInsertOne", "LargeDocInsertOne",
+             "FindManyAndEmptyCursor", "SmallDocBulkInsert", "LargeDocBulkInsert", "GridFsUpload",
+             "GridFsDownload", *(f"{base}/{mode}" for mode in PARALLEL_MODES for base in PARALLEL_BASES))
 LARGE_TASKS = ("LargeDocInsertOne", "LargeDocBulkInsert")  # the spec's 10-op tasks
+#: Tasks the raw-socket floor has (the canned targets only).
+FLOOR_TASKS = ("FindOneById", "SmallDocInsertOne")
 TARGETS = ("secantus", "canned", "canned-nosessions")
-PEERS = ("greenmongo", "pymongo")
+PEERS = ("greenmongo", "pymongo", "floor")
 CONCURRENCY = (1, 100, 1000)
 MAX_POOL_SIZE = 100
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
-
-def nearest_rank(sorted_values: list[float], percentile: float) -> float:
-    """The spec's percentile: index ``int(N * p / 100) - 1`` of the ascending values."""
-    index = max(0, int(len(sorted_values) * percentile / 100) - 1)
-    return sorted_values[index]
-
-
-def process_cpu_seconds(pid: Optional[int]) -> float:
-    """user + system CPU of another process (the server), from /proc; 0 when unavailable."""
-    if not pid:
-        return 0.0
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-    except (OSError, IndexError, ValueError):
-        return 0.0
+#: The scale of the data-set tasks (GridFS, parallel); the spec's full scale.
+SPEC_SCALE = {"gridfs_large_bytes": benchlib.GRIDFS_LARGE_BYTES,
+              "ldjson_files": benchlib.LDJSON_FILES, "ldjson_lines": benchlib.LDJSON_LINES,
+              "gridfs_files": benchlib.GRIDFS_MULTI_FILES, "gridfs_bytes": benchlib.GRIDFS_MULTI_BYTES,
+              "greenlets": 16, "workers": 2}
 
 
 # -- the tasks (run in the client process; the API calls are the same for both peers) ----------
@@ -90,10 +99,14 @@ class Task:
 
     source_file = ""
     spec_ops = 10_000
+    #: An untimed run before the timed ones (connections made, caches warm); the data-set tasks
+    #: skip it: their setup already runs the same path, and a run costs seconds.
+    warmup = True
 
-    def __init__(self, client: Any, ops: int) -> None:
+    def __init__(self, client: Any, ops: int, env: Optional[dict] = None) -> None:
         self.client = client
         self.ops = ops
+        self.env = env or {}
         self.database = client.perftest
         self.corpus = self.database.corpus
         path = DATA_DIR / self.source_file
@@ -191,7 +204,7 @@ class FindManyAndEmptyCursor(Task):
         assert self.count == self.ops, (self.count, self.ops)
 
 
-def codec_cost_us(task: Task, codec: Any, repeat: int = 5) -> float:
+def codec_cost_us(task: Task, codec: Any, repeat: int = 5) -> Optional[float]:
     """Client CPU µs per op spent in the peer's own BSON codec alone for this task's messages.
 
     The BSON work each op implies, done directly (best of ``repeat``): encoding the command and
@@ -199,6 +212,8 @@ def codec_cost_us(task: Task, codec: Any, repeat: int = 5) -> float:
     """
     int64, object_id = codec.Int64, codec.ObjectId
     name = type(task).__name__
+    if name not in TASKS:
+        return None
     if name == "FindOneById":
         reply = codec.encode({"cursor": {"firstBatch": [{**task.document, "_id": 1}], "id": int64(0),
                                          "ns": "perftest.corpus"}, "ok": 1.0})
@@ -229,9 +244,394 @@ def codec_cost_us(task: Task, codec: Any, repeat: int = 5) -> float:
     return best / per_op * 1e6
 
 
-TASK_CLASSES = {cls.__name__: cls for cls in
-                (FindOneById, SmallDocInsertOne, LargeDocInsertOne, FindManyAndEmptyCursor,
-                 SmallDocBulkInsert, LargeDocBulkInsert)}
+class RunCommand(Task):
+    """``{hello: true}`` ``ops`` times; the spec's size is 13 bytes (the command) per op."""
+
+    def __init__(self, client: Any, ops: int, env: Optional[dict] = None) -> None:
+        self.client, self.ops, self.env = client, ops, env or {}
+        self.database = client.perftest
+        self.size_bytes = 13 * ops
+
+    def setup(self) -> None:
+        pass
+
+    def run(self) -> None:
+        command = self.database.command
+        for _ in range(self.ops):
+            command({"hello": True})
+
+    def teardown(self) -> None:
+        pass
+
+
+def gridfs_bucket(database: Any) -> Any:
+    """The peer's GridFSBucket on ``database`` (greenmongo's or PyMongo's ``gridfs``)."""
+    if type(database).__module__.startswith("greenmongo"):
+        from greenmongo.gridfs import GridFSBucket
+    else:
+        from gridfs import GridFSBucket
+    return GridFSBucket(database)
+
+
+class _DatasetTask(Task):
+    """A task over files of a spec data set (GridFS, parallel): one op = one file."""
+
+    warmup = False
+
+    def __init__(self, client: Any, ops: int, env: Optional[dict] = None) -> None:
+        self.client, self.env = client, env or {}
+        self.scale = {**SPEC_SCALE, **self.env.get("scale", {})}
+        self.database = client.perftest
+        self.corpus = self.database.corpus
+        self.dataset = self.load_dataset()
+        self.paths = self.dataset.paths
+        self.ops = len(self.paths)
+        self.size_bytes = self.dataset.size_bytes
+        self._bucket: Any = None
+
+    def load_dataset(self) -> benchlib.Dataset:
+        raise NotImplementedError
+
+    @property
+    def bucket(self) -> Any:
+        if self._bucket is None:
+            self._bucket = gridfs_bucket(self.database)
+        return self._bucket
+
+
+class GridFsUpload(_DatasetTask):
+    def load_dataset(self) -> benchlib.Dataset:
+        return benchlib.gridfs_large(self.scale["gridfs_large_bytes"])
+
+    def setup(self) -> None:
+        super().setup()
+        self.data = self.paths[0].read_bytes()
+
+    def before(self) -> None:
+        self.bucket.drop()
+        self.bucket.upload_from_stream("one-byte", b"\x00")  # the bucket's collections and indexes exist
+
+    def run(self) -> None:
+        stream = self.bucket.open_upload_stream("gridfstest")
+        stream.write(self.data)
+        stream.close()
+        self.file_id = stream._id
+
+    def check(self) -> None:
+        assert self.bucket.open_download_stream(self.file_id).read() == self.data
+
+
+class GridFsDownload(GridFsUpload):
+    def setup(self) -> None:
+        super().setup()
+        self.file_id = self.bucket.upload_from_stream("gridfstest", self.data)
+
+    def before(self) -> None:
+        pass
+
+    def run(self) -> None:
+        self.downloaded = self.bucket.open_download_stream(self.file_id).read()
+
+    def check(self) -> None:
+        assert len(self.downloaded) == len(self.data)
+
+
+class _ParallelTask(_DatasetTask):
+    """A parallel ETL task: ``do_file`` per file, across greenlets or across worker processes.
+
+    ``greenlets`` mode: a gevent pool of ``scale["greenlets"]`` greenlets in the client process.
+    ``processes`` mode: ``scale["workers"]`` worker processes (each its own client, as gunicorn
+    workers would have), started and connected in "before task", each taking every Nth file one
+    after another; the clock runs from their "go" to the last one's "done".
+    """
+
+    mode = "greenlets"
+
+    def __init__(self, client: Any, ops: int, env: Optional[dict] = None) -> None:
+        super().__init__(client, ops, env)
+        self.out_dir = Path(self.env.get("out_dir") or tempfile.mkdtemp(prefix="driverbench-out-"))
+        self.workers: Optional[WorkerGroup] = None
+
+    def do_file(self, index: int) -> None:
+        raise NotImplementedError
+
+    def worker_extra(self) -> dict:
+        """What a worker process needs beyond the data set (set up in this process)."""
+        return {"out_dir": str(self.out_dir)}
+
+    def before(self) -> None:
+        if self.mode == "processes":
+            count = min(self.scale["workers"], self.ops)
+            shares = [list(range(first, self.ops, count)) for first in range(count)]
+            self.workers = WorkerGroup(self.env, f"{type(self).__name__}/processes", shares, self.worker_extra())
+
+    def run(self) -> None:
+        if self.workers is not None:
+            self.workers.go()
+            self.workers = None
+            return
+        import gevent.pool
+
+        pool = gevent.pool.Pool(self.scale["greenlets"])
+        for _ in pool.imap_unordered(self.do_file, range(self.ops)):
+            pass
+
+    def teardown(self) -> None:
+        super().teardown()
+        shutil.rmtree(self.out_dir, ignore_errors=True)
+
+    def _clear_out_dir(self) -> None:
+        shutil.rmtree(self.out_dir, ignore_errors=True)
+        self.out_dir.mkdir(parents=True)
+
+
+class LdjsonMultiImport(_ParallelTask):
+    def load_dataset(self) -> benchlib.Dataset:
+        return benchlib.ldjson_multi(self.scale["ldjson_files"], self.scale["ldjson_lines"])
+
+    def before(self) -> None:
+        self._recreate_corpus()
+        super().before()
+
+    def do_file(self, index: int) -> None:
+        loads = json.loads
+        with open(self.paths[index], "rb") as source:  # loaded from disk in the timed phase
+            documents = [loads(line) for line in source]
+        self.corpus.insert_many(documents, ordered=False)
+
+    def check(self) -> None:
+        expected = self.ops * self.scale["ldjson_lines"]
+        assert self.corpus.count_documents({}) == expected, expected
+
+
+class LdjsonMultiExport(_ParallelTask):
+    """Each file's documents are the ``_id`` range ``[index * lines, (index + 1) * lines)``."""
+
+    def load_dataset(self) -> benchlib.Dataset:
+        return benchlib.ldjson_multi(self.scale["ldjson_files"], self.scale["ldjson_lines"])
+
+    def setup(self) -> None:
+        super().setup()
+        lines = self.scale["ldjson_lines"]
+        for index, path in enumerate(self.paths):
+            with open(path, "rb") as source:
+                documents = [{**json.loads(line), "_id": index * lines + number}
+                             for number, line in enumerate(source)]
+            self.corpus.insert_many(documents, ordered=False)
+
+    def before(self) -> None:
+        self._clear_out_dir()
+        super().before()
+
+    def do_file(self, index: int) -> None:
+        lines = self.scale["ldjson_lines"]
+        dumps = json.dumps
+        with open(self.out_dir / f"ldjson{index:03d}.txt", "w") as target:
+            for document in self.corpus.find({"_id": {"$gte": index * lines, "$lt": (index + 1) * lines}}):
+                target.write(dumps(document) + "\n")
+            target.flush()
+            os.fsync(target.fileno())
+
+    def check(self) -> None:
+        written = sum(len(path.read_bytes().splitlines()) for path in self.out_dir.iterdir())
+        assert written == self.ops * self.scale["ldjson_lines"], written
+
+
+class GridFsMultiUpload(_ParallelTask):
+    def load_dataset(self) -> benchlib.Dataset:
+        return benchlib.gridfs_multi(self.scale["gridfs_files"], self.scale["gridfs_bytes"])
+
+    def before(self) -> None:
+        self.bucket.drop()
+        self.bucket.upload_from_stream("one-byte", b"\x00")  # indexes made outside the clock
+        super().before()
+
+    def do_file(self, index: int) -> None:
+        path = self.paths[index]
+        with open(path, "rb") as source:
+            self.bucket.upload_from_stream(path.name, source)
+
+    def check(self) -> None:
+        assert self.database["fs.files"].count_documents({}) == self.ops + 1
+
+
+class GridFsMultiDownload(_ParallelTask):
+    def load_dataset(self) -> benchlib.Dataset:
+        return benchlib.gridfs_multi(self.scale["gridfs_files"], self.scale["gridfs_bytes"])
+
+    def setup(self) -> None:
+        super().setup()
+        self.bucket.drop()
+        self.file_ids = []
+        for path in self.paths:
+            with open(path, "rb") as source:
+                self.file_ids.append(self.bucket.upload_from_stream(path.name, source))
+
+    def worker_extra(self) -> dict:
+        return {**super().worker_extra(), "file_ids": [str(file_id) for file_id in self.file_ids]}
+
+    def attach(self, extra: dict) -> None:
+        """In a worker process: the file ids uploaded by the client process."""
+        if type(self.database).__module__.startswith("greenmongo"):
+            from greenmongo.bson import ObjectId
+        else:
+            from bson import ObjectId
+        self.file_ids = [ObjectId(file_id) for file_id in extra["file_ids"]]
+
+    def before(self) -> None:
+        self._clear_out_dir()
+        super().before()
+
+    def do_file(self, index: int) -> None:
+        with open(self.out_dir / self.paths[index].name, "wb") as target:
+            self.bucket.download_to_stream(self.file_ids[index], target)
+            target.flush()
+            os.fsync(target.fileno())
+
+    def check(self) -> None:
+        sizes = sorted(path.stat().st_size for path in self.out_dir.iterdir())
+        assert sizes == sorted(path.stat().st_size for path in self.paths), sizes
+
+
+class WorkerGroup:
+    """Worker processes for a parallel task: started and connected now, released by ``go``."""
+
+    def __init__(self, env: dict, task: str, shares: list[list[int]], extra: dict) -> None:
+        child_env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.processes = []
+        for share in shares:
+            config = {"peer": env["peer"], "uri": env["uri"], "scale": env.get("scale", {}), "task": task,
+                      "indices": share, "extra": extra}
+            self.processes.append(subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), "--parallel-worker", json.dumps(config)],
+                cwd=ROOT, env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        for process in self.processes:
+            self._expect(process, "ready")
+
+    @staticmethod
+    def _expect(process: subprocess.Popen, word: str) -> None:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        if line != word:
+            process.kill()
+            raise RuntimeError(f"parallel worker {process.pid}: expected {word!r}, got {line!r}")
+
+    def go(self) -> None:
+        for process in self.processes:
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        for process in self.processes:
+            self._expect(process, "done")
+        for process in self.processes:
+            if process.wait() != 0:
+                raise RuntimeError(f"parallel worker {process.pid} exited with {process.returncode}")
+
+
+def run_parallel_worker(config: dict) -> None:
+    """A worker process of a parallel task: connect, say "ready", wait for "go", do its files."""
+    client, _label, _codec = make_client(config["peer"], config["uri"])
+    env = {"peer": config["peer"], "uri": config["uri"], "scale": config["scale"],
+           "out_dir": config["extra"]["out_dir"]}
+    task = TASK_CLASSES[config["task"]](client, 0, env)
+    if hasattr(task, "attach"):
+        task.attach(config["extra"])
+    client.admin.command("ping")
+    print("ready", flush=True)
+    sys.stdin.readline()
+    for index in config["indices"]:
+        task.do_file(index)
+    client.close()
+    print("done", flush=True)
+
+
+# -- the raw floor: pre-encoded OP_MSG bytes over a plain gevent socket, no driver -----------------
+
+_OP_MSG_HEADER = struct.Struct("<iiii")
+
+
+class _FloorTask(Task):
+    """The least a client can do for the task: send prepared bytes, read the reply's bytes.
+
+    The messages (one per op, with the ids and ObjectIds the driver would send) are encoded
+    before the clock; "do task" is ``sendall`` and ``recv_into`` on one gevent socket to the
+    canned-reply server: no driver, no BSON, no pool, no server selection, no session.
+    """
+
+    def __init__(self, client: Any, ops: int, env: Optional[dict] = None) -> None:
+        from urllib.parse import urlsplit
+
+        import gevent.socket
+
+        from greenmongo import bson
+
+        self.client, self.ops, self.env = None, ops, env or {}
+        path = DATA_DIR / self.source_file
+        self.document = json.loads(path.read_text())
+        self.size_bytes = path.stat().st_size * ops
+        address = urlsplit(self.env["uri"])
+        self.sock = gevent.socket.create_connection((address.hostname, address.port))
+        self.sock.setsockopt(gevent.socket.IPPROTO_TCP, gevent.socket.TCP_NODELAY, 1)
+        self.buffer = bytearray(1 << 16)
+        self.messages = [self.message(number, bson) for number in range(1, ops + 1)]
+
+    @staticmethod
+    def op_msg(request_id: int, body: bytes, sequence: bytes = b"") -> bytes:
+        payload = b"\x00\x00\x00\x00\x00" + body + sequence
+        return _OP_MSG_HEADER.pack(16 + len(payload), request_id, 0, 2013) + payload
+
+    def message(self, number: int, bson: Any) -> bytes:
+        raise NotImplementedError
+
+    def setup(self) -> None:
+        pass
+
+    def run(self) -> None:
+        sendall, recv_into = self.sock.sendall, self.sock.recv_into
+        view = memoryview(self.buffer)
+        unpack_from = _OP_MSG_HEADER.unpack_from
+        for message in self.messages:
+            sendall(message)
+            received = recv_into(view)
+            while received < 16:
+                received += recv_into(view[received:])
+            length = unpack_from(view)[0]
+            while received < length:
+                received += recv_into(view[received:])
+
+    def teardown(self) -> None:
+        self.sock.close()
+
+
+class FloorFindOneById(_FloorTask):
+    source_file = "tweet.json"
+
+    def message(self, number: int, bson: Any) -> bytes:
+        return self.op_msg(number, bson.encode({"find": "corpus", "filter": {"_id": number}, "limit": 1,
+                                                "singleBatch": True, "$db": "perftest"}))
+
+
+class FloorSmallDocInsertOne(_FloorTask):
+    source_file = "small_doc.json"
+
+    def message(self, number: int, bson: Any) -> bytes:
+        document = bson.encode({"_id": bson.ObjectId(), **self.document})
+        sequence = b"documents\x00" + document
+        return self.op_msg(number, bson.encode({"insert": "corpus", "ordered": True, "$db": "perftest"}),
+                           b"\x01" + struct.pack("<i", 4 + len(sequence)) + sequence)
+
+
+def _parallel_class(base: type, mode: str) -> type:
+    return type(base.__name__, (base,), {"mode": mode})
+
+
+TASK_CLASSES: dict[str, type] = {
+    cls.__name__: cls for cls in
+    (RunCommand, FindOneById, SmallDocInsertOne, LargeDocInsertOne, FindManyAndEmptyCursor, SmallDocBulkInsert,
+     LargeDocBulkInsert, GridFsUpload, GridFsDownload)}
+TASK_CLASSES.update({f"{base.__name__}/{mode}": _parallel_class(base, mode) for mode in PARALLEL_MODES
+                     for base in (LdjsonMultiImport, LdjsonMultiExport, GridFsMultiUpload, GridFsMultiDownload)})
+FLOOR_CLASSES = {"FindOneById": FloorFindOneById, "SmallDocInsertOne": FloorSmallDocInsertOne}
 
 
 def task_ops(task: str, small_ops: int, large_ops: int) -> int:
@@ -257,12 +657,16 @@ def make_client(peer: str, uri: str) -> tuple[Any, str, Any]:
     return greenmongo.MongoClient(uri, maxPoolSize=MAX_POOL_SIZE), "greenmongo", greenmongo_bson
 
 
-def measure_task(task: Task, iterations: int, server_pid: Optional[int], profiler: Any = None) -> dict:
+def measure_task(task: Task, policy: IterationPolicy, server_pid: Optional[int], profiler: Any = None) -> dict:
+    """The spec's phases: setup, then before + timed "do task" while ``policy`` asks for more."""
     task.setup()
-    task.before()
-    task.run()  # warm-up: connections made, code paths and caches warm
-    walls, cpus, server_cpus = [], [], []
-    for _ in range(iterations):
+    if task.warmup:
+        task.before()
+        task.run()  # warm-up: connections made, code paths and caches warm
+    walls: list[float] = []
+    cpus: list[float] = []
+    server_cpus: list[float] = []
+    while policy.more(len(walls), sum(walls)):
         task.before()
         server_started = process_cpu_seconds(server_pid)
         cpu_started = time.process_time()
@@ -284,12 +688,17 @@ def measure_task(task: Task, iterations: int, server_pid: Optional[int], profile
 
 
 def summarize_task(passes: list[dict]) -> dict:
-    """The figures of one task from the raw timings of every pass (best and median over all)."""
+    """The figures of one task from the raw timings of every pass (best and median over all).
+
+    The spec's score is ``mb_per_s_median`` (size / median wall time); the percentiles are the
+    spec's recorded ones (nearest rank, of the wall times).
+    """
     first = passes[0]
     ops, size = first["ops"], first["size_bytes"]
     walls = [wall for raw in passes for wall in raw["walls"]]
     cpus = [cpu for raw in passes for cpu in raw["cpus"]]
     server_cpus = [cpu for raw in passes for cpu in raw["server_cpus"]]
+    codecs = [raw["codec_us_per_op"] for raw in passes if raw.get("codec_us_per_op") is not None]
     return {
         "ops": ops, "size_bytes": size, "iterations": len(walls),
         "mb_per_s_best": size / 1e6 / min(walls),
@@ -297,7 +706,8 @@ def summarize_task(passes: list[dict]) -> dict:
         "cpu_us_per_op_best": min(cpus) / ops * 1e6,
         "cpu_us_per_op_median": statistics.median(cpus) / ops * 1e6,
         "server_cpu_us_per_op_median": statistics.median(server_cpus) / ops * 1e6,
-        "codec_us_per_op": min(raw["codec_us_per_op"] for raw in passes),
+        "codec_us_per_op": min(codecs) if codecs else None,
+        "percentiles_s": percentiles(walls),
         "walls": walls, "cpus": cpus,
     }
 
@@ -341,25 +751,90 @@ def measure_concurrency(client: Any, greenlets: int, total_ops: int, ids: int, r
         latencies += round_latencies
         elapsed += round_elapsed
         cpu += round_cpu
-    return {"greenlets": greenlets, "latencies_us": [round(latency * 1e6) for latency in latencies],
-            "elapsed": elapsed, "cpu": cpu}
+    result = {"greenlets": greenlets, "latencies_us": [round(latency * 1e6) for latency in latencies],
+              "elapsed": elapsed, "cpu": cpu}
+    if greenlets > MAX_POOL_SIZE:
+        result["memory"] = measure_waiting_memory(client, greenlets, ids)
+    return result
+
+
+def measure_waiting_memory(client: Any, greenlets: int, ids: int) -> dict:
+    """Bytes held per greenlet waiting in a find_one, and per greenlet waiting on a bare Event.
+
+    ``greenlets`` greenlets start a find_one each; once every one has run up to its first wait
+    (pool checkout or reply), the memory traced by tracemalloc (and the RSS) above the baseline is
+    divided by the greenlets not yet finished. The same count of greenlets blocked on one
+    ``gevent.event.Event`` gives the cost of a greenlet itself; the difference is the driver's.
+    """
+    import gc
+    import tracemalloc
+
+    import gevent
+    import gevent.event
+
+    corpus = client.perftest.corpus
+
+    def sample(target: Callable[[int], None], release: Callable[[], None]) -> tuple[float, float, int]:
+        started = [0]
+
+        def body(index: int) -> None:
+            started[0] += 1
+            target(index)
+
+        gc.collect()
+        rss_before = benchlib.rss_bytes()
+        tracemalloc.start()
+        traced_before = tracemalloc.get_traced_memory()[0]
+        workers = [gevent.spawn(body, index) for index in range(greenlets)]
+        while started[0] < greenlets:
+            gevent.sleep(0)
+        traced = tracemalloc.get_traced_memory()[0] - traced_before
+        rss = benchlib.rss_bytes() - rss_before
+        waiting = sum(1 for worker in workers if not worker.dead)
+        tracemalloc.stop()
+        release()
+        gevent.joinall(workers, raise_error=True)
+        return traced / max(1, waiting), rss / max(1, waiting), waiting
+
+    driver_traced, driver_rss, waiting = sample(lambda index: corpus.find_one({"_id": index % ids + 1}),
+                                                lambda: None)
+    event = gevent.event.Event()
+    bare_traced, bare_rss, _ = sample(lambda index: event.wait(), event.set)
+    return {"waiting": waiting, "traced_bytes_per_waiter": driver_traced, "rss_bytes_per_waiter": driver_rss,
+            "bare_traced_bytes_per_waiter": bare_traced, "bare_rss_bytes_per_waiter": bare_rss}
 
 
 def summarize_concurrency(passes: list[dict]) -> dict:
-    """One scenario's figures with the latencies of every round of every pass pooled."""
+    """One scenario's figures with the latencies of every round of every pass pooled.
+
+    Fairness is the longest wait over the mean wait (a wait = one find_one from call to result,
+    the pool wait included); a FIFO pool drained at a steady rate gives about 2.
+    """
     latencies = sorted(latency / 1e6 for raw in passes for latency in raw["latencies_us"])
     elapsed = sum(raw["elapsed"] for raw in passes)
     cpu = sum(raw["cpu"] for raw in passes)
     ops = len(latencies)
+    mean = sum(latencies) / ops
+    memory = [raw["memory"] for raw in passes if raw.get("memory")]
     return {
         "greenlets": passes[0]["greenlets"], "ops": ops, "ops_per_s": ops / elapsed,
         "p50_ms": nearest_rank(latencies, 50) * 1e3, "p99_ms": nearest_rank(latencies, 99) * 1e3,
-        "max_ms": latencies[-1] * 1e3, "cpu_us_per_op": cpu / ops * 1e6,
+        "p999_ms": nearest_rank(latencies, 99.9) * 1e3, "max_ms": latencies[-1] * 1e3,
+        "mean_ms": mean * 1e3, "fairness": latencies[-1] / mean if mean else 0.0,
+        "cpu_us_per_op": cpu / ops * 1e6,
+        "memory": ({key: statistics.median(sample[key] for sample in memory) for key in memory[0]}
+                   if memory else None),
     }
 
 
 def run_client(config: dict) -> dict:
-    client, label, codec = make_client(config["peer"], config["uri"])
+    peer = config["peer"]
+    policy = IterationPolicy(**config["policy"])
+    env = {"peer": peer, "uri": config["uri"], "scale": config.get("scale", {})}
+    if peer == "floor":
+        client, label, codec = None, "raw floor", None
+    else:
+        client, label, codec = make_client(peer, config["uri"])
     profile_dir = config.get("profile_dir")
     results: dict = {"label": label, "tasks": {}, "concurrency": []}
     try:
@@ -370,101 +845,43 @@ def run_client(config: dict) -> dict:
 
                 profiler = cProfile.Profile(time.process_time)  # CPU, not time spent waiting in the hub
             ops = task_ops(name, config["small_ops"], config["large_ops"])
-            task = TASK_CLASSES[name](client, ops)
-            results["tasks"][name] = measure_task(task, config["iterations"], config.get("server_pid"), profiler)
-            results["tasks"][name]["codec_us_per_op"] = codec_cost_us(task, codec)
+            if peer == "floor":
+                task: Task = FLOOR_CLASSES[name](None, ops, env)
+            else:
+                task = TASK_CLASSES[name](client, ops, env)
+            print(f"      {peer} {name}", file=sys.stderr, flush=True)
+            results["tasks"][name] = measure_task(task, policy, config.get("server_pid"), profiler)
+            results["tasks"][name]["codec_us_per_op"] = codec_cost_us(task, codec) if codec else None
             if profiler is not None:
-                profiler.dump_stats(os.path.join(profile_dir, f"{config['target']}-{name}.prof"))
-        if config.get("concurrency"):
+                profiler.dump_stats(os.path.join(profile_dir, f"{config['target']}-{name.replace('/', '-')}.prof"))
+        if config.get("concurrency") and client is not None:
             client.perftest.corpus.find_one({"_id": 1})
             for greenlets in config["concurrency"]:
                 results["concurrency"].append(
                     measure_concurrency(client, greenlets, config["concurrent_ops"], config["small_ops"],
                                         config["concurrent_rounds"]))
     finally:
-        client.close()
+        if client is not None:
+            client.close()
     return results
-
-
-# -- the orchestrating process --------------------------------------------------------------------
-
-class CannedServerProcess:
-    """bench/canned_server.py in its own process."""
-
-    def __init__(self, many: int, ids: int, sessions: bool = True, find_delay_ms: float = 0.0) -> None:
-        self.many, self.ids, self.sessions, self.find_delay_ms = many, ids, sessions, find_delay_ms
-        self.process: Optional[subprocess.Popen] = None
-
-    def __enter__(self) -> "CannedServerProcess":
-        port_file = tempfile.mktemp(prefix="canned-server-port-")
-        self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "bench" / "canned_server.py"), port_file,
-             "--many", str(self.many), "--ids", str(self.ids), "--find-delay-ms", str(self.find_delay_ms),
-             *([] if self.sessions else ["--no-sessions"])],
-            cwd=ROOT)
-        deadline = time.monotonic() + 60
-        try:
-            while not os.path.exists(port_file):
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError("the canned-reply server did not start")
-                time.sleep(0.05)
-            self.port = int(Path(port_file).read_text())
-        except BaseException:
-            self.__exit__()
-            raise
-        finally:
-            if os.path.exists(port_file):
-                os.unlink(port_file)
-        return self
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def uri(self) -> str:
-        return f"mongodb://127.0.0.1:{self.port}/"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
-
-
-class SecantusProcess:
-    def __enter__(self) -> "SecantusProcess":
-        sys.path.insert(0, str(ROOT))
-        from tests.servers.secantus import SecantusServer
-
-        self.server = SecantusServer().start()
-        return self
-
-    @property
-    def pid(self) -> int:
-        return self.server.process.pid
-
-    @property
-    def uri(self) -> str:
-        return self.server.uri
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.stop()
 
 
 def run_peer(target: str, peer: str, args: argparse.Namespace, tasks: list[str],
              profile_dir: Optional[str] = None) -> dict:
+    """One client process of ``peer`` against a fresh server of ``target``; its raw results."""
+    if peer == "floor":
+        tasks = [task for task in tasks if task in FLOOR_TASKS]
     if target == "secantus":
         server: Any = SecantusProcess()
     else:
         server = CannedServerProcess(args.small_ops, args.small_ops, sessions=target == "canned")
     with server:
         config = {
-            "peer": peer, "uri": server.uri, "target": target, "tasks": tasks, "iterations": args.iterations,
+            "peer": peer, "uri": server.uri, "target": target, "tasks": tasks, "policy": vars(args.policy),
             "small_ops": args.small_ops, "large_ops": args.large_ops, "server_pid": server.pid,
             "concurrency": list(args.concurrency) if target == "canned" and not profile_dir else [],
             "concurrent_ops": args.concurrent_ops, "concurrent_rounds": args.concurrent_rounds,
-            "profile_dir": profile_dir,
+            "profile_dir": profile_dir, "scale": getattr(args, "scale", {}),
         }
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         completed = subprocess.run([sys.executable, os.path.abspath(__file__), "--client", json.dumps(config)],
@@ -527,6 +944,8 @@ def print_cpu_split_table(results: dict) -> None:
     print(f"{'task':<23} | {'gm codec':>9} {'gm path':>9} | {'pm codec':>9} {'pm path':>9} | {'path ratio':>10}")
     for task, mine in ours["tasks"].items():
         other = theirs["tasks"][task]
+        if mine["codec_us_per_op"] is None or other["codec_us_per_op"] is None:
+            continue
         mine_path = mine["cpu_us_per_op_best"] - mine["codec_us_per_op"]
         other_path = other["cpu_us_per_op_best"] - other["codec_us_per_op"]
         print(f"{task:<23} | {mine['codec_us_per_op']:>9.1f} {mine_path:>9.1f} | "
@@ -588,8 +1007,9 @@ def _csv(kind: Callable[[str], Any], allowed: Optional[tuple] = None) -> Callabl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--targets", type=_csv(str, TARGETS), default=list(TARGETS))
-    parser.add_argument("--peers", type=_csv(str, PEERS), default=list(PEERS))
-    parser.add_argument("--tasks", type=_csv(str, TASKS), default=list(TASKS))
+    parser.add_argument("--peers", type=_csv(str, PEERS), default=["greenmongo", "pymongo"])
+    parser.add_argument("--tasks", type=_csv(str, ALL_TASKS), default=list(TASKS),
+                        help="comma-separated; also: " + ", ".join(task for task in ALL_TASKS if task not in TASKS))
     parser.add_argument("--iterations", type=int, default=3, help="timed iterations per task per pass")
     parser.add_argument("--passes", type=int, default=2,
                         help="client processes per peer and target, alternating peers (best of all is shown)")
@@ -606,11 +1026,18 @@ def main() -> None:
                         help="profile greenmongo's timed phases with cProfile into DIR and print the top functions")
     parser.add_argument("--profile-top", type=int, default=25)
     parser.add_argument("--client", help=argparse.SUPPRESS)
+    parser.add_argument("--parallel-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.client:
         print(json.dumps(run_client(json.loads(args.client))))
         return
+    if args.parallel_worker:
+        run_parallel_worker(json.loads(args.parallel_worker))
+        return
+    # this script's rule: exactly --iterations timed runs per task per pass (driverbench.py has the spec's)
+    args.policy = IterationPolicy(min_time=0.0, max_time=float("inf"), max_iterations=args.iterations,
+                                  min_iterations=args.iterations)
 
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
