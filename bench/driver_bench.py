@@ -122,6 +122,9 @@ class Task:
     def run(self) -> None:
         raise NotImplementedError
 
+    def after(self) -> None:
+        """The spec's "after task" phase (untimed)."""
+
     def check(self) -> None:
         """After the timed runs: the work really happened."""
 
@@ -273,6 +276,12 @@ def gridfs_bucket(database: Any) -> Any:
     return GridFSBucket(database)
 
 
+def drop_bucket(database: Any) -> None:
+    """Drop the default bucket's collections (PyMongo's GridFSBucket has no ``drop``)."""
+    database.drop_collection("fs.files")
+    database.drop_collection("fs.chunks")
+
+
 class _DatasetTask(Task):
     """A task over files of a spec data set (GridFS, parallel): one op = one file."""
 
@@ -308,7 +317,7 @@ class GridFsUpload(_DatasetTask):
         self.data = self.paths[0].read_bytes()
 
     def before(self) -> None:
-        self.bucket.drop()
+        drop_bucket(self.database)
         self.bucket.upload_from_stream("one-byte", b"\x00")  # the bucket's collections and indexes exist
 
     def run(self) -> None:
@@ -368,13 +377,17 @@ class _ParallelTask(_DatasetTask):
     def run(self) -> None:
         if self.workers is not None:
             self.workers.go()
-            self.workers = None
             return
         import gevent.pool
 
         pool = gevent.pool.Pool(self.scale["greenlets"])
         for _ in pool.imap_unordered(self.do_file, range(self.ops)):
             pass
+
+    def after(self) -> None:
+        if self.workers is not None:
+            self.workers.finish()  # their client.close() and exit, off the clock
+            self.workers = None
 
     def teardown(self) -> None:
         super().teardown()
@@ -442,7 +455,7 @@ class GridFsMultiUpload(_ParallelTask):
         return benchlib.gridfs_multi(self.scale["gridfs_files"], self.scale["gridfs_bytes"])
 
     def before(self) -> None:
-        self.bucket.drop()
+        drop_bucket(self.database)
         self.bucket.upload_from_stream("one-byte", b"\x00")  # indexes made outside the clock
         super().before()
 
@@ -461,7 +474,7 @@ class GridFsMultiDownload(_ParallelTask):
 
     def setup(self) -> None:
         super().setup()
-        self.bucket.drop()
+        drop_bucket(self.database)
         self.file_ids = []
         for path in self.paths:
             with open(path, "rb") as source:
@@ -523,7 +536,11 @@ class WorkerGroup:
             process.stdin.flush()
         for process in self.processes:
             self._expect(process, "done")
+
+    def finish(self) -> None:
         for process in self.processes:
+            assert process.stdin is not None
+            process.stdin.close()
             if process.wait() != 0:
                 raise RuntimeError(f"parallel worker {process.pid} exited with {process.returncode}")
 
@@ -538,11 +555,14 @@ def run_parallel_worker(config: dict) -> None:
         task.attach(config["extra"])
     client.admin.command("ping")
     print("ready", flush=True)
+    import gevent.socket
+
+    gevent.socket.wait_read(sys.stdin.fileno())  # the hub keeps running (monitors, pool) until "go"
     sys.stdin.readline()
     for index in config["indices"]:
         task.do_file(index)
-    client.close()
     print("done", flush=True)
+    client.close()
 
 
 # -- the raw floor: pre-encoded OP_MSG bytes over a plain gevent socket, no driver -----------------
@@ -681,6 +701,7 @@ def measure_task(task: Task, policy: IterationPolicy, server_pid: Optional[int],
         server_cpus.append(process_cpu_seconds(server_pid) - server_started)
         walls.append(wall)
         cpus.append(cpu)
+        task.after()
     task.check()
     task.teardown()
     return {"ops": task.ops, "size_bytes": task.size_bytes, "walls": walls, "cpus": cpus,
