@@ -2,7 +2,12 @@
 
 Tasks (Driver Performance Benchmarking spec, op counts scaled down for a 2-core machine):
 FindOneById, SmallDocInsertOne, LargeDocInsertOne, FindManyAndEmptyCursor, SmallDocBulkInsert,
-LargeDocBulkInsert. Each runs against these servers ("targets"), a fresh process for each peer:
+LargeDocBulkInsert by default; ``--tasks`` also takes RunCommand, GridFsUpload, GridFsDownload and the
+parallel tasks (``LdjsonMultiImport/greenlets`` .. ``GridFsMultiDownload/processes``, SecantusDB only),
+which bench/driverbench.py (the whole suite, with the spec's timing rules) runs. ``--peers`` also
+takes ``floor``: the raw-socket floor (pre-encoded OP_MSG bytes, no driver; canned targets,
+FindOneById and SmallDocInsertOne). Each runs against these servers ("targets"), a fresh process
+for each peer:
 
 * ``secantus``: SecantusDB (``secantusd-py``, a one-member replica set);
 * ``canned``: a canned-reply server (bench/canned_server.py) posing as a one-member replica set,

@@ -30,3 +30,34 @@ def test_soak_runs_briefly_and_keeps_its_promises(tmp_path: Path) -> None:
     assert figures["lanes_stuck"] == 0 and figures["pools_not_at_rest"] == [], figures
     assert figures["leaked_greenlets"] == 0 and figures["sessions_not_returned"] == 0, figures
     assert not any(kind.startswith("wrong") for kind in figures["outcomes"]), figures["outcomes"]
+
+
+def test_driverbench_smoke_runs_every_task_for_both_drivers(tmp_path: Path) -> None:
+    """bench/driverbench.py --smoke: every spec task, the composites, the raw floor and the greenlet scenarios."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import driverbench
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    figures_file = tmp_path / "driverbench.json"
+    proc = subprocess.run([sys.executable, "bench/driverbench.py", "--smoke", "--json", str(figures_file)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and figures_file.exists(), proc.stdout[-2000:] + proc.stderr[-3000:]
+    figures = json.loads(figures_file.read_text())
+    expected = set(driverbench.BSON_TASKS) | set(driverbench.SINGLE) | set(driverbench.MULTI) | {
+        f"{task}/{mode}" for task in driverbench.PARALLEL for mode in ("greenlets", "processes")}
+    for peer in driverbench.PEERS:
+        scores = driverbench.scores(figures, peer)
+        assert set(scores) == expected, (peer, expected ^ set(scores))
+        assert all(score > 0 for score in scores.values()), scores
+        composites = driverbench.composites(scores)
+        assert all(value is not None and value > 0 for value in composites.values()), composites
+    canned = figures["canned"]
+    assert set(canned["floor"]["tasks"]) == {"FindOneById", "SmallDocInsertOne"}
+    for peer in driverbench.PEERS:
+        scenarios = canned[peer]["concurrency"]
+        assert [scenario["greenlets"] for scenario in scenarios] == [1, 200]
+        assert all(scenario["fairness"] >= 1.0 for scenario in scenarios), scenarios
+        memory = scenarios[-1]["memory"]
+        assert memory["waiting"] > 0 and memory["traced_bytes_per_waiter"] > 0, memory
+    assert "DriverBench" in proc.stdout and "Targets" in proc.stdout, proc.stdout[-2000:]
