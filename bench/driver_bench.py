@@ -738,24 +738,29 @@ def summarize_task(passes: list[dict]) -> dict:
     }
 
 
-def measure_concurrency(client: Any, greenlets: int, total_ops: int, ids: int, rounds: int) -> dict:
+def measure_concurrency(client: Any, greenlets: int, total_ops: int, ids: int, rounds: int,
+                        server_pid: Optional[int] = None) -> dict:
     """FindOneById from ``greenlets`` greenlets at once; latency of each op includes its pool wait.
 
-    After a warm-up round (it fills the pool), ``rounds`` rounds of ``total_ops`` ops; latencies of
-    all rounds are pooled (one round's tail swings with what else the machine does).
+    A greenlet's first op is timed from its spawn (the moment the request "arrives"), not from
+    when the hub first runs it: with thousands spawned at once, when a greenlet starts is part of
+    its wait. After a warm-up round (it fills the pool), ``rounds`` rounds of ``total_ops`` ops;
+    latencies of all rounds are pooled (one round's tail swings with what else the machine does).
     """
     import gevent
 
     corpus = client.perftest.corpus
     per_greenlet = max(1, total_ops // greenlets)
 
-    def worker(offset: int, latencies: list) -> None:
+    def worker(offset: int, latencies: list, spawned: float) -> None:
         find_one = corpus.find_one
         clock = time.perf_counter
+        started = spawned
         for step in range(per_greenlet):
-            started = clock()
             find_one({"_id": (offset + step) % ids + 1})
-            latencies.append(clock() - started)
+            finished = clock()
+            latencies.append(finished - started)
+            started = finished
 
     def one_round(ops_each: int) -> tuple[list, float, float]:
         nonlocal per_greenlet
@@ -763,7 +768,8 @@ def measure_concurrency(client: Any, greenlets: int, total_ops: int, ids: int, r
         latencies: list = []
         cpu_started = time.process_time()
         started = time.perf_counter()
-        gevent.joinall([gevent.spawn(worker, index * 7919, latencies) for index in range(greenlets)],
+        clock = time.perf_counter
+        gevent.joinall([gevent.spawn(worker, index * 7919, latencies, clock()) for index in range(greenlets)],
                        raise_error=True)
         elapsed = time.perf_counter() - started
         cpu = time.process_time() - cpu_started
@@ -779,20 +785,22 @@ def measure_concurrency(client: Any, greenlets: int, total_ops: int, ids: int, r
         cpu += round_cpu
     result = {"greenlets": greenlets, "latencies_us": [round(latency * 1e6) for latency in latencies],
               "elapsed": elapsed, "cpu": cpu}
-    if greenlets > MAX_POOL_SIZE:
-        result["memory"] = measure_waiting_memory(client, greenlets, ids)
+    if greenlets > MAX_POOL_SIZE and server_pid:
+        result["memory"] = measure_waiting_memory(client, greenlets, ids, server_pid)
     return result
 
 
-def measure_waiting_memory(client: Any, greenlets: int, ids: int) -> dict:
+def measure_waiting_memory(client: Any, greenlets: int, ids: int, server_pid: int) -> dict:
     """Bytes held per greenlet waiting in a find_one, and per greenlet waiting on a bare Event.
 
-    ``greenlets`` greenlets start a find_one each; once every one has run up to its first wait
-    (pool checkout or reply), the memory traced by tracemalloc (and the RSS) above the baseline is
-    divided by the greenlets not yet finished. The same count of greenlets blocked on one
-    ``gevent.event.Event`` gives the cost of a greenlet itself; the difference is the driver's.
+    The canned server is paused (SIGSTOP) so no find can finish; ``greenlets`` greenlets each start
+    a find_one (maxPoolSize of them send and wait for the reply, the rest wait for a connection);
+    once every one has run up to its wait, the memory traced by tracemalloc (and the RSS) above the
+    baseline is divided by the greenlets waiting; then the server resumes (SIGCONT). The same
+    count of greenlets blocked on one ``gevent.event.Event`` gives the cost of a greenlet itself.
     """
     import gc
+    import signal
     import tracemalloc
 
     import gevent
@@ -800,7 +808,8 @@ def measure_waiting_memory(client: Any, greenlets: int, ids: int) -> dict:
 
     corpus = client.perftest.corpus
 
-    def sample(target: Callable[[int], None], release: Callable[[], None]) -> tuple[float, float, int]:
+    def sample(target: Callable[[int], None], pause: Callable[[], None],
+               release: Callable[[], None]) -> tuple[float, float, int]:
         started = [0]
 
         def body(index: int) -> None:
@@ -811,21 +820,26 @@ def measure_waiting_memory(client: Any, greenlets: int, ids: int) -> dict:
         rss_before = benchlib.rss_bytes()
         tracemalloc.start()
         traced_before = tracemalloc.get_traced_memory()[0]
-        workers = [gevent.spawn(body, index) for index in range(greenlets)]
-        while started[0] < greenlets:
-            gevent.sleep(0)
-        traced = tracemalloc.get_traced_memory()[0] - traced_before
-        rss = benchlib.rss_bytes() - rss_before
-        waiting = sum(1 for worker in workers if not worker.dead)
-        tracemalloc.stop()
-        release()
+        pause()
+        try:
+            workers = [gevent.spawn(body, index) for index in range(greenlets)]
+            while started[0] < greenlets:
+                gevent.sleep(0)
+            gevent.sleep(0.05)  # the last ones reach their wait
+            traced = tracemalloc.get_traced_memory()[0] - traced_before
+            rss = benchlib.rss_bytes() - rss_before
+            waiting = sum(1 for worker in workers if not worker.dead)
+            tracemalloc.stop()
+        finally:
+            release()
         gevent.joinall(workers, raise_error=True)
         return traced / max(1, waiting), rss / max(1, waiting), waiting
 
-    driver_traced, driver_rss, waiting = sample(lambda index: corpus.find_one({"_id": index % ids + 1}),
-                                                lambda: None)
+    driver_traced, driver_rss, waiting = sample(
+        lambda index: corpus.find_one({"_id": index % ids + 1}),
+        lambda: os.kill(server_pid, signal.SIGSTOP), lambda: os.kill(server_pid, signal.SIGCONT))
     event = gevent.event.Event()
-    bare_traced, bare_rss, _ = sample(lambda index: event.wait(), event.set)
+    bare_traced, bare_rss, _ = sample(lambda index: event.wait(), lambda: None, event.set)
     return {"waiting": waiting, "traced_bytes_per_waiter": driver_traced, "rss_bytes_per_waiter": driver_rss,
             "bare_traced_bytes_per_waiter": bare_traced, "bare_rss_bytes_per_waiter": bare_rss}
 
@@ -885,7 +899,7 @@ def run_client(config: dict) -> dict:
             for greenlets in config["concurrency"]:
                 results["concurrency"].append(
                     measure_concurrency(client, greenlets, config["concurrent_ops"], config["small_ops"],
-                                        config["concurrent_rounds"]))
+                                        config["concurrent_rounds"], config.get("server_pid")))
     finally:
         if client is not None:
             client.close()
