@@ -171,6 +171,8 @@ def composites(score: dict[str, float]) -> dict[str, Optional[float]]:
 
 def print_scores(results: dict, mode_name: str, mode: dict) -> None:
     gm, pm = scores(results, "greenmongo"), scores(results, "pymongo")
+    if not gm and not pm:  # neither the BSON nor the SecantusDB part ran
+        return
     secantus = results.get("secantus", {})
     print(f"\n== DriverBench micro-benchmarks ({mode_name} mode): score = MB/s at the median iteration; "
           "ratio = greenmongo / PyMongo (above 1: greenmongo faster). Client CPU µs per op: median "
