@@ -10,6 +10,7 @@ point they read a field, so the check costs one type test.
 
 from __future__ import annotations
 
+from collections.abc import Mapping as _MappingABC
 from typing import Any, Mapping, Optional
 
 from greenmongo.bson.timestamp import Timestamp
@@ -94,7 +95,9 @@ def string(document: Mapping[str, Any], name: str, *, where: str = "", default: 
 
 def document(container: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
     """An embedded document (any Mapping: the codec options' document class, RawBSONDocument)."""
-    return _typed(container, name, where, default, Mapping, "a document")
+    # collections.abc's class, not typing's alias: the same test, without the alias's
+    # __instancecheck__ indirection (this runs on every reply)
+    return _typed(container, name, where, default, _MappingABC, "a document")
 
 
 def array(container: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
@@ -109,7 +112,7 @@ def documents(container: Mapping[str, Any], name: str, *, where: str = "", defau
     if value is default and default is not REQUIRED:
         return value
     for index, element in enumerate(value):
-        if type(element) is not document_class and not isinstance(element, Mapping):
+        if type(element) is not document_class and not isinstance(element, _MappingABC):
             raise malformed(f"{_path(where, name)}[{index}]", element, "a document")
     return value
 

@@ -1,0 +1,47 @@
+"""Typed reply-field reads (greenmongo/wire/reply_fields.py): any Mapping is a document, nothing else is."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from greenmongo import bson
+from greenmongo.bson.raw_bson import RawBSONDocument
+from greenmongo.bson.son import SON
+from greenmongo.errors import ProtocolError
+from greenmongo.wire import reply_fields
+
+
+class _ReadOnlyMapping(Mapping):
+    """A Mapping that is not a dict: what a custom document_class may decode to."""
+
+    def __init__(self, **items: Any) -> None:
+        self._items = items
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+MAPPINGS = [{"a": 1}, SON([("a", 1)]), RawBSONDocument(bson.encode({"a": 1})), _ReadOnlyMapping(a=1)]
+
+
+@pytest.mark.parametrize("value", MAPPINGS, ids=lambda value: type(value).__name__)
+def test_any_mapping_is_a_document_field_and_a_batch_element(value: Any) -> None:
+    assert reply_fields.document({"cursor": value}, "cursor") is value
+    assert reply_fields.documents({"firstBatch": [value, value]}, "firstBatch") == [value, value]
+
+
+@pytest.mark.parametrize("value", [[("a", 1)], "a", 1, b"a"], ids=lambda value: type(value).__name__)
+def test_a_non_mapping_is_a_protocol_error_naming_the_field(value: Any) -> None:
+    with pytest.raises(ProtocolError, match=r"cursor\.x is a .*, expected a document"):
+        reply_fields.document({"x": value}, "x", where="cursor")
+    with pytest.raises(ProtocolError, match=r"firstBatch\[1\] is a .*, expected a document"):
+        reply_fields.documents({"firstBatch": [{}, value]}, "firstBatch")
