@@ -28,8 +28,8 @@ SecantusDB (a Python server that takes milliseconds per write); ``--smoke`` is t
 tarballs (see bench/benchlib.py; any that had to be generated say so in the output).
 
 Client CPU is ``time.process_time()`` of the client process over "do task", per document (per
-file for the GridFS and parallel tasks, including their worker processes' CPU only in wall time:
-worker CPU is not in the figure).
+file for the GridFS and parallel tasks); none is shown for the worker-process mode, whose client
+process only waits for its workers.
 """
 
 from __future__ import annotations
@@ -200,6 +200,8 @@ def print_scores(results: dict, mode_name: str, mode: dict) -> None:
             iterations = f"{figures['iterations']}/{other['iterations'] if other else '-'}"
             cpu_gm = figures["cpu_us_per_op_median"]
             cpu_pm = other["cpu_us_per_op_median"] if other else None
+            if task.endswith("/processes"):  # the client process only waits: its workers' CPU is not measured
+                cpu_gm = cpu_pm = None
         print(f"{group:<9} {task:<32} {size:>8.3f} {iterations:>9} | {_fmt(gm.get(task), '9.2f')} "
               f"{_fmt(pm.get(task), '9.2f')} {_fmt(_ratio(gm.get(task), pm.get(task)), '6.2f')} | "
               f"{_fmt(cpu_gm, '9.1f')} {_fmt(cpu_pm, '9.1f')} {_fmt(_ratio(cpu_gm, cpu_pm), '6.2f')}")
