@@ -186,6 +186,9 @@ class ClientSession:
             self._options.default_transaction_options, client=self._client)
         self._state.transaction.start(options)
         self._state.next_txn_number()
+        tracer = self._core.tracer
+        if tracer is not None:
+            tracer.start_transaction(self._state)  # its statements, commit and abort nest under it
         return _TransactionContext(self)
 
     def commit_transaction(self) -> None:
@@ -195,14 +198,22 @@ class ClientSession:
     def _commit(self, deadline: Deadline) -> None:
         self._state.check_not_ended()
         transaction = self._state.transaction
-        if not transaction.begin_commit():
-            return
-        options = transaction.options
-        operation = CommitTransactionOperation(
-            transaction.commit_write_concern(retrying=False), transaction.recovery_token,
-            options.max_commit_time_ms if options is not None else None,
-            majority_on_retry=transaction.commit_write_concern(retrying=True))
-        self._core.execute(operation, session=self._state, deadline=deadline)
+        try:
+            if not transaction.begin_commit():
+                return
+            options = transaction.options
+            operation = CommitTransactionOperation(
+                transaction.commit_write_concern(retrying=False), transaction.recovery_token,
+                options.max_commit_time_ms if options is not None else None,
+                majority_on_retry=transaction.commit_write_concern(retrying=True))
+            self._core.execute(operation, session=self._state, deadline=deadline)
+        finally:
+            self._end_transaction_span()
+
+    def _end_transaction_span(self) -> None:
+        tracer = self._core.tracer
+        if tracer is not None:
+            tracer.end_transaction(self._state)
 
     def abort_transaction(self) -> None:
         """Abort; the server's errors are ignored (the transaction times out there anyway)."""
@@ -212,6 +223,7 @@ class ClientSession:
         self._state.check_not_ended()
         transaction = self._state.transaction
         if not transaction.begin_abort():
+            self._end_transaction_span()
             return
         operation = AbortTransactionOperation(transaction.commit_write_concern(retrying=False),
                                               transaction.recovery_token)
@@ -221,6 +233,7 @@ class ClientSession:
             pass  # the spec: abortTransaction errors are not reported
         finally:
             transaction.unpin()
+            self._end_transaction_span()
 
     def with_transaction(self, callback: Callable[["ClientSession"], Any], read_concern: Any = None,
                          write_concern: Any = None, read_preference: Any = None,

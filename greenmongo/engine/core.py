@@ -26,6 +26,7 @@ from greenmongo.engine.server_session import ClusterClock, ServerSession, Server
 from greenmongo.engine.session_state import SessionState
 from greenmongo.errors import InvalidOperation
 from greenmongo.hub.waiting import current_hub, on_hub
+from greenmongo.logs.tracing import make_tracer
 from greenmongo.operations.base import Operation
 from greenmongo.operations.cursor_state import CursorState, KillCursorsOperation
 from greenmongo.options.client_options import ClientOptions
@@ -46,6 +47,8 @@ class ClientCore:
     def __init__(self, options: ClientOptions) -> None:
         self.options = options
         compression.preload(options.compressors)
+        #: OpenTelemetry spans (``logs/tracing.py``); None when this client does not trace.
+        self.tracer = make_tracer(options.tracing)
         self._hub = current_hub()
         self._pid = os.getpid()
         self.closed = False
@@ -64,7 +67,8 @@ class ClientCore:
         self.executor = Executor(self.topology, options.event_listeners, retry_reads=options.retry_reads,
                                  retry_writes=options.retry_writes, sessions=self, clock=self.clock,
                                  max_adaptive_retries=options.max_adaptive_retries,
-                                 enable_overload_retargeting=bool(options.enable_overload_retargeting))
+                                 enable_overload_retargeting=bool(options.enable_overload_retargeting),
+                                 tracer=self.tracer)
 
     # -- the guard every operation passes ---------------------------------------------------
 

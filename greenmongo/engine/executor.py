@@ -86,8 +86,10 @@ class Executor:
     def __init__(self, topology: ServerSelector, listeners: Iterable[Any] = (), *, retry_reads: bool = True,
                  retry_writes: bool = True, sessions: Optional[SessionSource] = None,
                  clock: Optional[ClusterTimeSource] = None, max_adaptive_retries: Optional[int] = None,
-                 enable_overload_retargeting: bool = False) -> None:
+                 enable_overload_retargeting: bool = False, tracer: Any = None) -> None:
         self._topology = topology
+        #: OpenTelemetry (``greenmongo.logs.tracing.Tracer``), None when the client does not trace.
+        self._tracer = tracer
         self._retry_reads = retry_reads
         self._retry_writes = retry_writes
         #: Client Backpressure: overload retries per operation, and whether they avoid the overloaded server.
@@ -121,11 +123,32 @@ class Executor:
         retries, which go on while time is left.
         """
         holder = _SessionHolder(self._sessions, session, deadline)
+        tracer = self._tracer
+        if tracer is not None:
+            return self._execute_traced(tracer, operation, address, read_preference, holder, pin)
         try:
             result = self._execute(operation, address, read_preference, holder, pin)
         except BaseException:
             holder.release()
             raise
+        return self._keep_session(result, holder)
+
+    def _execute_traced(self, tracer: Any, operation: Operation[Any], address: Optional[Address],
+                        read_preference: Optional[ServerMode], holder: "_SessionHolder", pin: Any) -> Any:
+        """``execute`` inside the operation's span (OpenTelemetry); its commands' spans nest under it."""
+        span, token = tracer.start_operation(operation, holder.explicit)
+        holder.span = span
+        try:
+            result = self._execute(operation, address, read_preference, holder, pin)
+        except BaseException as exc:
+            holder.release()
+            tracer.end_operation(span, token, exc)
+            raise
+        tracer.end_operation(span, token)
+        return self._keep_session(result, holder)
+
+    @staticmethod
+    def _keep_session(result: Any, holder: "_SessionHolder") -> Any:
         if holder.session is not None and isinstance(result, CursorState) and result.alive:
             result.session = holder.session  # getMores reuse it; the cursor ends it if it is implicit
         else:
@@ -419,25 +442,43 @@ class Executor:
         # Under a timeoutMS the send and the whole reply share its deadline (0: no limit, and no
         # socketTimeoutMS either); otherwise the connection's socketTimeoutMS applies.
         io = _deadline_io(deadline)
-        if not listeners and not logging_on:
+        tracer = self._tracer
+        if not listeners and not logging_on and tracer is None:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
                                  check=False, unacknowledged=not command.acknowledged,
                                  codec_options=operation.codec_options, apply_server_api=False, **io)
             self._observe(reply, session)
             return operation.parse(reply, wire)
-        monitor = CommandMonitor(self._topology.topology_id, conn, command, listeners, logging_on)
-        monitor.started()
+        monitor = None
+        if listeners or logging_on:
+            monitor = CommandMonitor(self._topology.topology_id, conn, command, listeners, logging_on)
+            io["request_id"] = monitor.request_id
+        span = tracer.start_command(holder.span, command, conn) if tracer is not None else None
+        if monitor is not None:
+            monitor.started()
         try:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
                                  check=False, unacknowledged=not command.acknowledged,
-                                 codec_options=operation.codec_options, apply_server_api=False,
-                                 request_id=monitor.request_id, **io)
-        except Exception as exc:
-            monitor.failed(exc)
+                                 codec_options=operation.codec_options, apply_server_api=False, **io)
+        except BaseException as exc:
+            if monitor is not None and isinstance(exc, Exception):
+                monitor.failed(exc)
+            if span is not None:
+                tracer.end_command(span, error=exc)
             raise
-        monitor.finished(reply)
-        self._observe(reply, session)
-        return operation.parse(reply, wire)
+        if monitor is not None:
+            monitor.finished(reply)
+        if span is None:
+            self._observe(reply, session)
+            return operation.parse(reply, wire)
+        try:
+            self._observe(reply, session)
+            result = operation.parse(reply, wire)
+        except BaseException as exc:
+            tracer.end_command(span, reply, exc)
+            raise
+        tracer.end_command(span, reply)
+        return result
 
     def _session_fields(self, fields: ExecutionFields, session: SessionState, operation: Operation[Any],
                         command: Command, server: SelectedServer, server_description: ServerDescription,
@@ -537,7 +578,7 @@ class _SessionHolder:
     and the operation's retry state: a retryable write keeps its txnNumber across its retry."""
 
     __slots__ = ("source", "explicit", "implicit", "retryable_write", "retrying", "txn_number",
-                 "write_retry_supported", "sent", "deadline", "lease", "wire_version")
+                 "write_retry_supported", "sent", "deadline", "lease", "wire_version", "span")
 
     def __init__(self, source: Optional[SessionSource], explicit: Optional[SessionState],
                  deadline: Deadline = LEGACY) -> None:
@@ -552,6 +593,7 @@ class _SessionHolder:
         self.sent = False  # this attempt reached the wire
         self.lease: Optional[_Lease] = None  # the attempt's connection, while it runs
         self.wire_version: Optional[int] = None  # of the last attempt's connection
+        self.span: Any = None  # the operation's OpenTelemetry span, when the client traces
 
     @property
     def session(self) -> Optional[SessionState]:

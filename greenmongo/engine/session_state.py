@@ -28,7 +28,7 @@ class SessionState:
 
     __slots__ = ("source", "implicit", "causal_consistency", "snapshot", "transaction", "cluster_time",
                  "operation_time", "snapshot_time", "ended", "default_timeout", "transaction_scope",
-                 "_server_session")
+                 "trace_span", "trace_span_open", "_server_session")
 
     def __init__(self, source: ServerSessionSource, *, implicit: bool, causal_consistency: bool,
                  snapshot: bool, default_timeout: Optional[float] = None) -> None:
@@ -47,6 +47,9 @@ class SessionState:
         self.default_timeout = default_timeout
         #: Private to the engine: with_transaction's deadline while its callback and commit run.
         self.transaction_scope: Optional["TimeoutScope"] = None
+        #: Tracing (``logs/tracing.py``): the last transaction's span, the parent of its operations.
+        self.trace_span: Any = None
+        self.trace_span_open = False
         self._server_session: Optional[ServerSession] = None
 
     @property

@@ -17,7 +17,7 @@ driver uses (seconds for times, None for "no limit").
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.driver_info import DriverInfo, DriverInfoChain
@@ -378,6 +378,11 @@ class ClientOptions:
     @property
     def server_selector(self) -> Any:
         return self._get("server_selector")
+
+    @property
+    def tracing(self) -> Optional[Mapping[str, Any]]:
+        """The validated ``tracing`` option (OpenTelemetry), None when not given."""
+        return self._get("tracing")
 
     @property
     def auto_encryption_opts(self) -> Any:

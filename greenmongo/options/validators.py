@@ -377,6 +377,23 @@ def _anything(name: str, value: Any) -> Any:
     return value
 
 
+def _tracing(name: str, value: Any) -> Any:
+    """``tracing={"enabled": bool, "query_text_max_length": int >= 0}`` (OpenTelemetry spec): a key left out
+    is None, decided by the environment when the client is made; any other key is refused."""
+    if not isinstance(value, Mapping):
+        raise InvalidOptionValue(f"{name} must be a dict such as {{'enabled': True}}")
+    unknown = sorted(str(key) for key in value if key not in ("enabled", "query_text_max_length"))
+    if unknown:
+        raise InvalidOptionValue(f"{name}: unknown key(s) {', '.join(unknown)} (known: enabled, query_text_max_length)")
+    enabled = value.get("enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        raise InvalidOptionValue(f"{name}['enabled'] must be True or False")
+    length = value.get("query_text_max_length")
+    if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 0):
+        raise InvalidOptionValue(f"{name}['query_text_max_length'] must be a non-negative integer")
+    return {"enabled": enabled, "query_text_max_length": length}
+
+
 def _not_built_encryption(name: str, value: Any) -> Any:
     raise InvalidOptionValue(
         f"{name}: client-side field level encryption (automatic or explicit) is not implemented in greenmongo; "
@@ -517,6 +534,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("driver", PythonOnly(_driver_info), uri=False),
     # greenmongo's own keyword options (PyMongo has no such option)
     Option("pool_debug", Boolean(), uri=False),
+    Option("tracing", PythonOnly(_tracing), uri=False),
 )
 
 BY_KEY: dict[str, Option] = {option.name.lower(): option for option in OPTIONS}
