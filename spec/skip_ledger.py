@@ -235,7 +235,8 @@ LOAD_BALANCED_ENTRIES = [
                     "change-streams/tests/unified", "client-side-operations-timeout/tests",
                     "command-logging-and-monitoring/tests/logging",
                     "command-logging-and-monitoring/tests/monitoring", "run-command/tests/unified",
-                    "server-discovery-and-monitoring/tests/unified", "server-selection/tests/logging")),
+                    "server-discovery-and-monitoring/tests/unified", "server-selection/tests/logging",
+                    "open-telemetry/tests/transaction")),
     unified_lb("load-balancers/tests", _AUTH, DEPLOYMENT,
                _WHY_AUTH + "; tests/test_load_balanced.py checks the same case against an authenticating "
                "SecantusDB behind the load balancer", files="sdam-error-handling.json::*"),
@@ -247,7 +248,8 @@ LOAD_BALANCED_ENTRIES = [
       for suite in ("crud/tests/unified", "collection-management/tests", "index-management/tests")),
     *(unified_lb(suite, _PYMONGO_SHAPED + r"PyMongo 4 removed map_reduce$", NOT_IN_PYMONGO,
                  "Collection.map_reduce was removed in PyMongo 4")
-      for suite in ("retryable-reads/tests/unified", "read-write-concern/tests/operation")),
+      for suite in ("retryable-reads/tests/unified", "read-write-concern/tests/operation",
+                    "open-telemetry/tests/operation")),
     unified_lb("retryable-reads/tests/unified", _PYMONGO_SHAPED + r"list_databases returns documents$",
                NOT_IN_PYMONGO, "listDatabaseObjects: PyMongo has no list_database_objects (list_databases yields "
                "documents)"),
@@ -276,6 +278,9 @@ NOT_IN_PYMONGO_ENTRIES = [
             "Collection.map_reduce was removed in PyMongo 4"),
     unified("read-write-concern/tests/operation", _PYMONGO_SHAPED + r"PyMongo 4 removed map_reduce$",
             NOT_IN_PYMONGO, "Collection.map_reduce was removed in PyMongo 4"),
+    unified("open-telemetry/tests/operation", _PYMONGO_SHAPED + r"PyMongo 4 removed map_reduce$",
+            NOT_IN_PYMONGO, "Collection.map_reduce was removed in PyMongo 4: no mapReduce operation to trace",
+            "map_reduce.json*"),
     unified("retryable-reads/tests/unified", _PYMONGO_SHAPED + r"list_databases returns documents$",
             NOT_IN_PYMONGO, "listDatabaseObjects: PyMongo has no list_database_objects (list_databases yields "
             "documents)"),

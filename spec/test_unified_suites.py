@@ -36,6 +36,8 @@ UNIFIED_SUITES = [
     "server-selection/tests/logging",
     "mongodb-handshake/tests/unified",
     "client-side-operations-timeout/tests",
+    "open-telemetry/tests/operation",
+    "open-telemetry/tests/transaction",
     # Not run here: "load-balancers/tests" (spec/test_unified_load_balanced.py runs it, and these suites again,
     # behind the loopback load balancers) and "connection-monitoring-and-pooling/tests/logging" (needs auth on
     # the suite's server).

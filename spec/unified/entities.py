@@ -22,6 +22,7 @@ import gevent.queue
 from spec.unified.events import EventRecorder, LogCollector
 from spec.unified.matching import MISSING
 from spec.unified.outcomes import MatchError, NotSupported, TestFileError
+from spec.unified.tracing import SpanCollector, tracing_option
 from tests.waits import wait_until
 
 #: Entity kinds that hold BSON values (may be matched with $$matchesEntity).
@@ -174,6 +175,7 @@ class EntityMap:
         self._entities: dict[str, tuple[str, Any]] = {}
         self.recorders: dict[str, EventRecorder] = {}
         self.log_collectors: dict[str, LogCollector] = {}
+        self.span_collectors: dict[str, SpanCollector] = {}
         self.session_lsids: dict[str, Any] = {}
         self.run_operation: Optional[Callable[[Mapping], None]] = None  # set by the runner, for threads
         self.fast_heartbeat = False
@@ -248,8 +250,14 @@ class EntityMap:
         name = spec["id"]
         if "autoEncryptOpts" in spec:
             raise NotSupported("client-side field level encryption (autoEncryptOpts) is not supported")
+        tracing = None
         if "observeTracingMessages" in spec:
-            raise NotSupported("OpenTelemetry tracing (observeTracingMessages) is not supported by the runner")
+            if not self.adapter.tracing:
+                raise NotSupported(f"{self.adapter.name} has no OpenTelemetry tracing (observeTracingMessages)")
+            if self.span_collectors:
+                raise NotSupported("OpenTelemetry spans do not say which client made them: one tracing client "
+                                   "per test")
+            tracing = tracing_option(spec["observeTracingMessages"])
         uri_options = resolve_placeholders(dict(spec.get("uriOptions", {})), "uriOptions")
         if self.fast_heartbeat and not any(key.lower() == "heartbeatfrequencyms" for key in uri_options):
             uri_options["heartbeatFrequencyMS"] = FAST_HEARTBEAT_MS
@@ -276,6 +284,9 @@ class EntityMap:
                 deprecation_errors=server_api.get("deprecationErrors"))
         kwargs["event_listeners"] = recorder.listeners(self.adapter.listener_bases)
         self.recorders[name] = recorder
+        if tracing is not None:
+            kwargs["tracing"] = tracing
+            self.span_collectors[name] = SpanCollector(name)
         client = self.adapter.MongoClient(host, **kwargs)
         self.add(name, "client", client)
         if collector is not None:
@@ -368,6 +379,8 @@ class EntityMap:
             recorder.stop()
         for collector in self.log_collectors.values():
             collector.stop()
+        for spans in self.span_collectors.values():
+            spans.stop()
 
     def close(self) -> None:
         """End sessions, close cursors, stop threads, close clients; errors here never mask the test's."""

@@ -5,7 +5,7 @@ checks the file's schema version and requirements (raising
 ``RequirementsNotMet``, a NotSupported, to skip with the unmet requirement
 named), seeds initialData with the internal client, creates the entities,
 executes each operation, then disables fail points and asserts expectEvents,
-expectLogMessages and outcome. Sessions, cursors, threads and clients are
+expectLogMessages, expectTracingMessages and outcome. Sessions, cursors, threads and clients are
 always cleaned up, fail points always turned off, and commands they blocked
 awaited on the server; killAllSessions runs after a failed test and around
 tests that use transactions.
@@ -29,6 +29,7 @@ from spec.unified.matching import MISSING, Matcher, documents_equal, operator_of
 from spec.unified.outcomes import MatchError, NotSupported, TestFileError
 from spec.unified.requirements import skip_reason
 from spec.unified.schema import SUPPORTED_SCHEMA_VERSION, is_supported, schema_errors
+from spec.unified.tracing import assert_tracing_messages
 
 _OPERATION_KEYS = frozenset({"name", "object", "arguments", "expectError", "expectResult", "saveResultAsEntity",
                              "ignoreResultAndError"})
@@ -198,6 +199,13 @@ class TestRun:
             if collector is None:
                 raise TestFileError(f"client {expected['client']!r} does not observe log messages")
             assert_log_messages(self.matcher, expected, collector.messages)
+        tracing = self.test.get("expectTracingMessages", [])
+        for expected in [tracing] if isinstance(tracing, Mapping) else tracing:
+            self.entities.get(expected["client"], "client")
+            spans = self.entities.span_collectors.get(expected["client"])
+            if spans is None:
+                raise TestFileError(f"client {expected['client']!r} does not observe tracing messages")
+            assert_tracing_messages(self.matcher, self.adapter, expected, spans)
 
     # -- operations ----------------------------------------------------------------------
 

@@ -97,6 +97,8 @@ class DriverAdapter:
     """Spec operations this driver deliberately lacks -> why (the test is skipped)."""
     unsupported_uri_options: Mapping[str, str] = field(default_factory=dict)
     csfle_available: bool = False
+    tracing: bool = False
+    """The client takes ``tracing={"enabled": ..., "query_text_max_length": ...}`` (OpenTelemetry spec)."""
     # -- Client Side Operations Timeout (CSOT) -------------------------------------------------
     timeout: Optional[Callable[[Optional[float]], Any]] = None
     """The driver's ``timeout(seconds)`` block (``pymongo.timeout``): an operation's ``timeoutMS``

@@ -171,6 +171,7 @@ def load() -> DriverAdapter:
                                "(the Snapshot Reads spec's snapshotTime)",
         },
         csfle_available=False,
+        tracing=True,
         timeout=greenmongo.timeout,
         TimeoutMode=greenmongo.TimeoutMode,
         entity_timeout_keyword="timeout_ms",
