@@ -8,6 +8,7 @@ validation, and parents across greenlets. Spans go to the SDK's in-memory export
 
 from __future__ import annotations
 
+import contextvars
 import os
 import subprocess
 import sys
@@ -132,11 +133,14 @@ def test_operation_span_is_a_child_of_the_applications_span_in_its_greenlet(serv
     tracer = trace.get_tracer("test")
     with tracer.start_as_current_span("request") as request:
         client.otel_db.coll.find_one()
-        # A greenlet spawned here starts with an empty context: its operation is a root of its own.
+        # A greenlet spawned here starts with an empty context: its operation is a root of its own...
         gevent.spawn(client.otel_db.coll.find_one).get()
-    first, second = _spans(exporter, "find otel_db.coll")
+        # ...unless it is given the caller's context (the README's advice).
+        gevent.spawn(contextvars.copy_context().run, client.otel_db.coll.find_one).get()
+    first, second, third = _spans(exporter, "find otel_db.coll")
     assert first.parent.span_id == request.get_span_context().span_id
     assert second.parent is None
+    assert third.parent.span_id == request.get_span_context().span_id
     assert trace.get_current_span() is trace.INVALID_SPAN  # the operation's span did not stay current
 
 

@@ -131,7 +131,11 @@ class Executor:
         except BaseException:
             holder.release()
             raise
-        return self._keep_session(result, holder)
+        if holder.session is not None and isinstance(result, CursorState) and result.alive:
+            result.session = holder.session  # getMores reuse it; the cursor ends it if it is implicit
+        else:
+            holder.release()
+        return result
 
     def _execute_traced(self, tracer: Any, operation: Operation[Any], address: Optional[Address],
                         read_preference: Optional[ServerMode], holder: "_SessionHolder", pin: Any) -> Any:
@@ -144,15 +148,11 @@ class Executor:
             holder.release()
             tracer.end_operation(span, token, exc)
             raise
-        tracer.end_operation(span, token)
-        return self._keep_session(result, holder)
-
-    @staticmethod
-    def _keep_session(result: Any, holder: "_SessionHolder") -> Any:
         if holder.session is not None and isinstance(result, CursorState) and result.alive:
-            result.session = holder.session  # getMores reuse it; the cursor ends it if it is implicit
+            result.session = holder.session
         else:
             holder.release()
+        tracer.end_operation(span, token)
         return result
 
     def _execute(self, operation: Operation[Any], address: Optional[Address], read_preference: Optional[ServerMode],
@@ -578,7 +578,9 @@ class _SessionHolder:
     and the operation's retry state: a retryable write keeps its txnNumber across its retry."""
 
     __slots__ = ("source", "explicit", "implicit", "retryable_write", "retrying", "txn_number",
-                 "write_retry_supported", "sent", "deadline", "lease", "wire_version", "span")
+                 "write_retry_supported", "sent", "deadline", "lease", "wire_version",
+                 "span")
+    span: Any  # the operation's OpenTelemetry span: set (and read) only when the client traces
 
     def __init__(self, source: Optional[SessionSource], explicit: Optional[SessionState],
                  deadline: Deadline = LEGACY) -> None:
@@ -593,7 +595,6 @@ class _SessionHolder:
         self.sent = False  # this attempt reached the wire
         self.lease: Optional[_Lease] = None  # the attempt's connection, while it runs
         self.wire_version: Optional[int] = None  # of the last attempt's connection
-        self.span: Any = None  # the operation's OpenTelemetry span, when the client traces
 
     @property
     def session(self) -> Optional[SessionState]:
