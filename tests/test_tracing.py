@@ -99,6 +99,39 @@ def test_get_more_records_the_cursor_id_it_sent(server_uri, exporter, clients):
     assert find.attributes["db.mongodb.cursor_id"] == cursor_id  # the cursor the find created
 
 
+@pytest.mark.server
+def test_killcursors_records_the_cursor_it_kills(server_uri, exporter, clients):
+    client = MongoClient(server_uri, tracing={"enabled": True})
+    clients.append(client)
+    coll = client.otel_db.kill
+    coll.drop()
+    coll.insert_many([{"_id": i} for i in range(3)])
+    exporter.clear()
+    cursor = coll.find(batch_size=2)
+    next(cursor)
+    cursor_id = cursor.cursor_id
+    cursor.close()
+    (operation,) = _spans(exporter, "killCursors otel_db.kill")
+    (command,) = _spans(exporter, "killCursors")
+    assert command.attributes["db.mongodb.cursor_id"] == cursor_id
+    assert command.attributes["db.collection.name"] == "kill"
+    assert command.parent.span_id == operation.context.span_id
+
+
+@pytest.mark.server
+def test_admin_commands_name_no_collection(server_uri, exporter, clients):
+    client = MongoClient(server_uri, tracing={"enabled": True})
+    clients.append(client)
+    exporter.clear()
+    client.admin.command("ping")
+    (operation,) = _spans(exporter, "runCommand admin")
+    (command,) = _spans(exporter, "ping")
+    assert command.attributes["db.query.summary"] == "ping admin"
+    assert "db.collection.name" not in command.attributes and "db.collection.name" not in operation.attributes
+    assert operation.attributes["db.operation.name"] == "runCommand"
+    assert operation.attributes["db.namespace"] == command.attributes["db.namespace"] == "admin"
+
+
 # -- where spans nest ---------------------------------------------------------------------------------
 
 @pytest.mark.server

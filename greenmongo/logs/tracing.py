@@ -79,6 +79,10 @@ def _operation_collection(operation: Any) -> Optional[str]:
 
 
 def _command_collection(command: Command) -> Optional[str]:
+    """The collection a command names (its first value, a getMore's ``collection``); none on admin (the spec:
+    a configureFailPoint's "failCommand" is no collection)."""
+    if command.dbname == "admin":
+        return None
     body = command.body
     value = body.get("collection") if command.name == "getMore" else next(iter(body.values()))
     return value if isinstance(value, str) and value else None
@@ -183,6 +187,8 @@ class Tracer:
             attributes["db.mongodb.txn_number"] = int(body["txnNumber"])
         if name == "getMore":
             attributes["db.mongodb.cursor_id"] = int(body["getMore"])
+        elif name == "killCursors" and len(body.get("cursors") or ()) == 1:
+            attributes["db.mongodb.cursor_id"] = int(body["cursors"][0])
         if self.query_text_max_length:
             document = command.for_monitoring(body)
             for key in _NOT_IN_QUERY_TEXT:
