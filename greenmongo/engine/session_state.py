@@ -29,6 +29,10 @@ class SessionState:
     __slots__ = ("source", "implicit", "causal_consistency", "snapshot", "transaction", "cluster_time",
                  "operation_time", "snapshot_time", "ended", "default_timeout", "transaction_scope",
                  "trace_span", "trace_span_open", "_server_session")
+    #: Tracing (``logs/tracing.py``): the last transaction's span, the parent of its operations, and whether
+    #: it is still open. Set only by a tracing client's start_transaction (unset otherwise: no cost per session).
+    trace_span: Any
+    trace_span_open: bool
 
     def __init__(self, source: ServerSessionSource, *, implicit: bool, causal_consistency: bool,
                  snapshot: bool, default_timeout: Optional[float] = None) -> None:
@@ -47,9 +51,6 @@ class SessionState:
         self.default_timeout = default_timeout
         #: Private to the engine: with_transaction's deadline while its callback and commit run.
         self.transaction_scope: Optional["TimeoutScope"] = None
-        #: Tracing (``logs/tracing.py``): the last transaction's span, the parent of its operations.
-        self.trace_span: Any = None
-        self.trace_span_open = False
         self._server_session: Optional[ServerSession] = None
 
     @property

@@ -119,7 +119,7 @@ class Tracer:
 
     def end_transaction(self, session: Any) -> None:
         """commit/abort: the span ends (once); it stays on the session as the parent of a repeated commit."""
-        if session.trace_span is not None and session.trace_span_open:
+        if getattr(session, "trace_span_open", False):
             session.trace_span_open = False
             session.trace_span.end()
 
