@@ -13,7 +13,7 @@ from types import GenericAlias
 from typing import Any, Iterable, Mapping, NoReturn, Optional, Sequence, Union
 
 
-import greenmongo.net.dns  # noqa: F401  (imported eagerly: a first mongodb+srv lookup must not import in a greenlet)
+import greenmongo.net.dns  # noqa: F401  (registers the mongodb+srv resolver; dnspython itself loads with the first one)
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.change_stream import ClusterChangeStream, Watchable, WatchOptions
 from greenmongo.client_session import ClientSession, SessionOptions, session_state

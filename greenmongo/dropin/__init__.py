@@ -27,12 +27,11 @@ live in one process with different classes: that is refused with ``ImportError``
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
 import types
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from greenmongo._version import PYMONGO_API_VERSION, PYMONGO_API_VERSION_TUPLE
 
@@ -64,8 +63,19 @@ class _PymongoFacade(types.ModuleType):
         return PYMONGO_API_VERSION
 
 
-class _AliasLoader(importlib.abc.Loader):
-    """Hands importlib greenmongo's already-importable module instead of executing anything."""
+if TYPE_CHECKING:
+    from importlib.abc import Loader as _LoaderBase
+else:
+    _LoaderBase = object
+
+
+class _AliasLoader(_LoaderBase):
+    """Hands importlib greenmongo's already-importable module instead of executing anything.
+
+    Not an ``importlib.abc.Loader`` subclass (importlib needs only these two methods): importing
+    importlib.abc imports importlib.resources and with it tempfile, shutil, bz2 and lzma, ~20 ms of every
+    ``import greenmongo``.
+    """
 
     def __init__(self, real_name: str, root: bool) -> None:
         self.real_name = real_name
@@ -81,8 +91,11 @@ class _AliasLoader(importlib.abc.Loader):
         """Nothing to run: the greenmongo module is already initialised."""
 
 
-class AliasFinder(importlib.abc.MetaPathFinder):
-    """Resolves ``pymongo``/``bson``/``gridfs`` (and their submodules) to greenmongo's modules."""
+class AliasFinder:
+    """Resolves ``pymongo``/``bson``/``gridfs`` (and their submodules) to greenmongo's modules.
+
+    A meta path finder needs only ``find_spec`` (see _AliasLoader for why no importlib.abc base).
+    """
 
     def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
                   target: Optional[types.ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:

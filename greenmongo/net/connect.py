@@ -2,26 +2,40 @@
 
 TCP and Unix sockets come from net.tcp, TLS from net.tls; a certificate that neither a stapled nor a
 cached OCSP response settles is checked with its OCSP responders (net.ocsp_responders) before the
-stream is handed out.
+stream is handed out. net.tls, net.ocsp and net.ocsp_responders (pyOpenSSL, cryptography, http.client)
+are imported at the first TLS connection, not with greenmongo: most processes never use TLS, and a
+gunicorn worker that does pays for it once, when it first connects.
 """
 
 from __future__ import annotations
 
 import socket as _socket
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from greenmongo.errors import AutoReconnect, NetworkTimeout
-from greenmongo.net import ocsp
-from greenmongo.net.ocsp_responders import ask_responders
 from greenmongo.net.socks5 import socks5_handshake
 from greenmongo.net.tcp import create_tcp_socket, create_unix_socket, is_unix_socket
-from greenmongo.net.tls import TlsSocket, build_context, wrap_socket
 from greenmongo.options.connection_settings import ConnectionSettings
 from greenmongo.sdam.address import Address
 
+if TYPE_CHECKING:
+    from greenmongo.net import ocsp
+    from greenmongo.net.tls import TlsSocket
+
 _SETTINGS: Any = object()
 
-Stream = Union[_socket.socket, TlsSocket]
+Stream = Union[_socket.socket, "TlsSocket"]
+
+
+def load_tls() -> None:
+    """Import the TLS stack now (a client configured for TLS calls it when constructed).
+
+    The first TLS connection would import it anyway, but inside a pool's or monitor's greenlet, where the
+    import (~50 ms of pyOpenSSL and cryptography) holds up every other greenlet; a constructor runs
+    before any of them needs the hub.
+    """
+    import greenmongo.net.ocsp_responders  # noqa: F401
+    import greenmongo.net.tls  # noqa: F401
 
 
 def _describe_timeout(connect_timeout: Optional[float], settings: ConnectionSettings) -> str:
@@ -35,10 +49,12 @@ def open_stream(
     address: Address,
     settings: ConnectionSettings,
     *,
-    ocsp_cache: ocsp.OcspCache = ocsp.DEFAULT_CACHE,
+    ocsp_cache: Optional[ocsp.OcspCache] = None,
     connect_timeout: Any = _SETTINGS,
 ) -> Stream:
     """Connect to ``address`` per ``settings``; raises AutoReconnect/NetworkTimeout on failure.
+
+    ``ocsp_cache``: where TLS connections keep OCSP answers (None: the process-wide ``ocsp.DEFAULT_CACHE``).
 
     ``connect_timeout`` (seconds) replaces ``settings.connect_timeout`` for TCP and TLS (an operation's
     deadline may leave less than connectTimeoutMS). The returned stream has ``settings.socket_timeout`` applied.
@@ -68,6 +84,12 @@ def open_stream(
             raise AutoReconnect(f"{label}: {exc}") from None
         stream: Stream = sock
         if settings.tls is not None:
+            from greenmongo.net import ocsp
+            from greenmongo.net.ocsp_responders import ask_responders
+            from greenmongo.net.tls import build_context, wrap_socket
+
+            if ocsp_cache is None:
+                ocsp_cache = ocsp.DEFAULT_CACHE
             try:
                 stream = wrap_socket(sock, build_context(settings.tls), host, timeout=connect_timeout,
                                      ocsp_cache=ocsp_cache, ask_responders=ask_responders)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import socket as _socket
+import sys
 import time
 from typing import Any, Mapping, NamedTuple, NoReturn, Optional, Sequence, Union
 
@@ -29,7 +30,6 @@ from greenmongo.errors import (
     NetworkTimeout,
     ProtocolError,
 )
-from greenmongo.net.tls import TlsSocket
 from greenmongo.options.connection_settings import ConnectionSettings, server_api_fields
 from greenmongo.sdam.address import Address
 from greenmongo.wire import legacy, op_msg
@@ -62,6 +62,15 @@ _READ_CHUNK = 32 * 1024
 _EAGER_BODY = DEFAULT_MAX_BSON_SIZE + COMMAND_OVERHEAD + 1024
 _FIRST_PART = 1 << 20
 _UNSET: Any = object()
+
+
+def _is_tls(stream: Any) -> bool:
+    """Whether ``stream`` is a net.tls TlsSocket, without importing net.tls (pyOpenSSL) to find out.
+
+    net.tls is imported by the first TLS connection (net.connect); until then no stream can be one.
+    """
+    tls = sys.modules.get("greenmongo.net.tls")
+    return tls is not None and isinstance(stream, tls.TlsSocket)
 
 
 class Reply(NamedTuple):
@@ -102,7 +111,7 @@ class Connection:
         self.settings = settings = settings or ConnectionSettings()
         self._stream = stream
         self._stream_timeout: Any = _UNSET
-        self.is_tls = isinstance(stream, TlsSocket)
+        self.is_tls = _is_tls(stream)
         #: Timeout for calls that pass none; open_connection uses connectTimeoutMS during the handshake.
         self.default_timeout: Optional[float] = settings.socket_timeout
         self.hello: Optional[dict[str, Any]] = None
@@ -175,7 +184,7 @@ class Connection:
         For background connections (monitors): an open client must not pin the hub.
         """
         stream = self._stream
-        if isinstance(stream, TlsSocket):
+        if self.is_tls:
             stream.unref_watchers()
             return
         for name in ("_read_event", "_write_event"):  # gevent's own socket watchers

@@ -10,6 +10,10 @@ deadline. Any failure raises ConfigurationError naming the query and the reason.
 Nameservers come from the system (``/etc/resolv.conf`` via dnspython, read
 once) unless given: ``DnsResolver(["127.0.0.1:5353"])`` for one lookup path, or
 ``configure(...)`` to change the process-wide default used by ``mongodb+srv``.
+
+dnspython is imported when the first resolver is made (``_load_dnspython``), not with greenmongo:
+only ``mongodb+srv`` needs it, and a process (a gunicorn worker) that never resolves one never pays
+its ~40 ms import.
 """
 
 from __future__ import annotations
@@ -18,25 +22,17 @@ import ipaddress
 import socket as _stdlib_socket
 import struct
 import time
-from typing import Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
-import dns.exception
-import dns.flags
-import dns.message
-import dns.name
-import dns.rcode
-import dns.rdatatype
-
-# dnspython imports rdata classes on first use, and dns.resolver (only its resolv.conf reader is
-# used) takes ~10 ms to import: importing them here keeps that out of the first lookup, which
-# would otherwise stall the hub once.
-import dns.rdtypes.ANY.TXT  # noqa: F401
-import dns.rdtypes.IN.SRV  # noqa: F401
-import dns.resolver
 from gevent import socket as gsocket
 
 from greenmongo.errors import ConfigurationError
 from greenmongo.options import uri
+
+if TYPE_CHECKING:
+    import dns.message
+    import dns.name
+    import dns.rdatatype
 
 Nameserver = Union[str, tuple[str, int]]
 
@@ -47,6 +43,26 @@ DEFAULT_LIFETIME = 20.0
 #: EDNS(0) UDP payload size we advertise (the DNS Flag Day 2020 recommendation).
 EDNS_PAYLOAD = 1232
 _LENGTH = struct.Struct("!H")
+
+
+def _load_dnspython() -> None:
+    """Import every dnspython module a lookup uses, at once.
+
+    Called where a resolver is made (MongoClient parsing a ``mongodb+srv`` URI, ``configure``,
+    ``DnsResolver(...)``), so a lookup running in a greenlet never imports: dnspython imports rdata
+    classes on first use, and dns.resolver (only its resolv.conf reader is used) takes ~10 ms, either of
+    which would stall the hub mid-lookup. The imports inside the functions below then only read
+    ``sys.modules``.
+    """
+    import dns.exception  # noqa: F401
+    import dns.flags  # noqa: F401
+    import dns.message  # noqa: F401
+    import dns.name  # noqa: F401
+    import dns.rcode  # noqa: F401
+    import dns.rdatatype  # noqa: F401
+    import dns.rdtypes.ANY.TXT  # noqa: F401
+    import dns.rdtypes.IN.SRV  # noqa: F401
+    import dns.resolver  # noqa: F401
 
 
 class _Unusable(Exception):
@@ -84,6 +100,10 @@ def system_nameservers() -> list[tuple[str, int]]:
     """The host's resolvers (read once: a small local file, then cached)."""
     global _system_nameservers
     if _system_nameservers is None:
+        _load_dnspython()
+        import dns.exception
+        import dns.resolver
+
         try:
             config = dns.resolver.Resolver(configure=True)
         except dns.exception.DNSException as exc:
@@ -104,6 +124,7 @@ class DnsResolver:
 
     def __init__(self, nameservers: Optional[Sequence[Nameserver]] = None, *,
                  attempt_timeout: float = DEFAULT_ATTEMPT_TIMEOUT, lifetime: float = DEFAULT_LIFETIME) -> None:
+        _load_dnspython()
         self._nameservers = [_parse_nameserver(ns) for ns in nameservers] if nameservers is not None else None
         if self._nameservers is not None and not self._nameservers:
             raise ConfigurationError("DnsResolver needs at least one nameserver")
@@ -121,6 +142,8 @@ class DnsResolver:
 
     def resolve_srv(self, name: str, timeout: Optional[float] = None) -> list[tuple[str, int]]:
         """(target, port) of each SRV record at ``name``; targets lower-cased, without the final dot."""
+        import dns.rdatatype
+
         answer = self.query(name, dns.rdatatype.SRV, timeout)
         if answer is None:
             raise ConfigurationError(f"No SRV records found for {name!r} (the name does not exist)")
@@ -131,6 +154,8 @@ class DnsResolver:
 
     def resolve_txt(self, name: str, timeout: Optional[float] = None) -> list[str]:
         """One string per TXT record (its character-strings concatenated in order); [] when there are none."""
+        import dns.rdatatype
+
         answer = self.query(name, dns.rdatatype.TXT, timeout)
         texts = []
         for rdata in answer or ():
@@ -145,6 +170,11 @@ class DnsResolver:
     def query(self, name: str, rdtype: dns.rdatatype.RdataType,
               timeout: Optional[float] = None) -> Optional[list[Any]]:
         """The rdatas of ``rdtype`` at ``name`` ([] for no data), or None when the name does not exist."""
+        import dns.exception
+        import dns.name
+        import dns.rcode
+        import dns.rdatatype
+
         try:
             qname = dns.name.from_text(name)  # absolute: search domains never apply
         except dns.exception.DNSException as exc:
@@ -186,6 +216,10 @@ class DnsResolver:
 
     def _ask(self, server: tuple[str, int], qname: dns.name.Name, rdtype: dns.rdatatype.RdataType,
              timeout: float) -> dns.message.Message:
+        import dns.flags
+        import dns.message
+        import dns.rcode
+
         query = dns.message.make_query(qname, rdtype, use_edns=0, payload=EDNS_PAYLOAD)
         response = self._udp(server, query, timeout)
         if response.flags & dns.flags.TC:
@@ -252,6 +286,8 @@ class DnsResolver:
     @staticmethod
     def _parse(wire: bytes, query: dns.message.Message) -> Optional[dns.message.Message]:
         """The response if ``wire`` answers ``query``; None for garbage or someone else's answer."""
+        import dns.message
+
         try:
             response = dns.message.from_wire(wire, ignore_trailing=True)
         except Exception:  # whatever arrived, it is not an answer we can use

@@ -11,10 +11,9 @@ called with the reply to finish (or run) the conversation.
 from __future__ import annotations
 
 from time import monotonic
-from typing import Any, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol
 
 from greenmongo.errors import ConfigurationError, NetworkTimeout
-from greenmongo.net import ocsp
 from greenmongo.net.connect import open_stream
 from greenmongo.net.connection import Connection
 from greenmongo.net.metadata import client_metadata
@@ -25,6 +24,9 @@ from greenmongo.wire.batching import DEFAULT_MAX_BSON_SIZE, DEFAULT_MAX_WRITE_BA
 from greenmongo.wire.compression import get_compressor, negotiate
 from greenmongo.wire.header import DEFAULT_MAX_MESSAGE_SIZE
 from greenmongo.wire.versions import OP_MSG_MIN_WIRE_VERSION
+
+if TYPE_CHECKING:
+    from greenmongo.net import ocsp  # imported with the first TLS connection (net.connect)
 
 LOAD_BALANCER_UNSUPPORTED = ("Driver attempted to initialize in load balancing mode, but the server does not "
                              "support this mode.")
@@ -133,7 +135,7 @@ def open_connection(
     authenticator: Optional[Authenticator] = None,
     conn_id: Optional[int] = None,
     metadata: Optional[Mapping[str, Any]] = None,
-    ocsp_cache: ocsp.OcspCache = ocsp.DEFAULT_CACHE,
+    ocsp_cache: Optional[ocsp.OcspCache] = None,
     deadline: Optional[float] = None,
 ) -> Connection:
     """Connect, secure, handshake and authenticate: the pool's connection factory.
@@ -142,6 +144,7 @@ def open_connection(
     the connection uses socketTimeoutMS. With ``deadline`` (monotonic: what is left of an
     operation's timeoutMS for server selection and checkout) TCP and TLS get
     min(connectTimeoutMS, what is left), and every handshake and authentication command what is left.
+    ``ocsp_cache``: where TLS keeps OCSP answers (None: the process-wide ``ocsp.DEFAULT_CACHE``).
     """
     settings = settings or ConnectionSettings()
     connect_timeout = settings.connect_timeout

@@ -12,7 +12,6 @@ import functools
 import os
 import platform
 import sys
-from importlib import metadata as _importlib_metadata
 from typing import Any, Callable, Mapping, Optional
 
 from greenmongo import bson
@@ -25,10 +24,10 @@ MAX_APPNAME_SIZE = 128
 
 
 def _gevent_version() -> str:
-    try:
-        return _importlib_metadata.version("gevent")
-    except _importlib_metadata.PackageNotFoundError:
-        return "unknown"
+    """gevent's own ``__version__``: importlib.metadata would cost an import (~10 ms) and a file read."""
+    import gevent
+
+    return str(getattr(gevent, "__version__", "unknown"))
 
 
 def platform_string() -> str:

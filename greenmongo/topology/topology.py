@@ -48,6 +48,7 @@ from greenmongo.errors import (
 from greenmongo.hub.publisher import OrderedPublisher
 from greenmongo.logs.topology import SERVER_SELECTION_LOGGER, SelectionLogger, TopologyLogger
 from greenmongo.monitoring.topology import publish_all
+from greenmongo.net.connect import load_tls
 from greenmongo.net.handshake import open_connection
 from greenmongo.options.connection_settings import ConnectionSettings
 from greenmongo.options.credentials import MongoCredential
@@ -113,6 +114,8 @@ class Topology:
         if connection_settings.load_balanced != settings.load_balanced:  # the handshake must say loadBalanced
             connection_settings = dataclasses.replace(connection_settings, load_balanced=settings.load_balanced)
         self._connection_settings = connection_settings
+        if connection_settings.tls is not None:
+            load_tls()  # here, not in the first connection's greenlet (see load_tls)
         self._pool_options = pool_options or PoolOptions(load_balanced=settings.load_balanced)
         if self._pool_options.load_balanced != settings.load_balanced:
             raise ConfigurationError("pool_options.load_balanced must match the topology's loadBalanced setting")
