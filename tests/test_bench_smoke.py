@@ -61,3 +61,21 @@ def test_driverbench_smoke_runs_every_task_for_both_drivers(tmp_path: Path) -> N
         memory = scenarios[-1]["memory"]
         assert memory["waiting"] > 0 and memory["traced_bytes_per_waiter"] > 0, memory
     assert "DriverBench" in proc.stdout and "Targets" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_app_bench_smoke_both_drivers_answer_every_request(tmp_path: Path) -> None:
+    """bench/app_bench.py --smoke: gunicorn's gevent worker with --preload (a client forked from the master),
+    8 connections on maxPoolSize=2, wrk or, without it, the bench's own gevent load generator."""
+    figures_file = tmp_path / "app.json"
+    proc = subprocess.run([sys.executable, "bench/app_bench.py", "--smoke", "--json", str(figures_file)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert figures_file.exists(), proc.stdout[-2000:] + proc.stderr[-3000:]
+    figures = json.loads(figures_file.read_text())
+    runs = {run["driver"]: run for run in figures["runs"]}
+    assert set(runs) == {"greenmongo", "pymongo"}, figures
+    greenmongo = runs["greenmongo"]
+    # The worker used the client its master created, without falling back to connect=False, and answered.
+    assert greenmongo["client_inherited_from_master"] and not greenmongo["connect_false"], greenmongo
+    assert greenmongo["requests"] > 0 and greenmongo["errors"] == 0, greenmongo
+    assert runs["pymongo"]["requests"] > 0, runs["pymongo"]
+    assert "gm/pm" in proc.stdout, proc.stdout[-2000:]
