@@ -48,6 +48,8 @@ ITEMS = 1000
 SCENARIOS = (("c50", 50, 100), ("c500", 500, 100), ("c500-pool10", 500, 10))
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 MARK = "APPBENCH "
+#: Seconds a request may take before the load generator counts it as a timeout (and reconnects).
+REQUEST_TIMEOUT = 30
 
 WRK_SCRIPT = """
 local thread_id = 0
@@ -186,7 +188,7 @@ def gevent_loadgen(port: int, connections: int, duration: float, items: int, see
         while time.monotonic() < deadline:
             try:
                 if sock is None:
-                    sock = gsocket.create_connection(("127.0.0.1", port), timeout=10)
+                    sock = gsocket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT)
                     buffer.clear()
                 started = time.perf_counter()
                 sock.sendall(request())
@@ -230,7 +232,8 @@ class LoadGenerator:
     def run(self, port: int, connections: int, duration: float) -> dict:
         if self.kind == "wrk":
             command = ["wrk", "-t", str(min(self.threads, connections)), "-c", str(connections),
-                       "-d", f"{max(1, round(duration))}s", "--timeout", "5s", "-s", self._script.name, f"http://127.0.0.1:{port}"]
+                       "-d", f"{max(1, round(duration))}s", "--timeout", f"{REQUEST_TIMEOUT}s", "-s", self._script.name,
+                       f"http://127.0.0.1:{port}"]
         else:
             command = [sys.executable, str(Path(__file__).resolve()), "--loadgen-run",
                        json.dumps([port, connections, duration, ITEMS, int(time.time())])]
@@ -334,6 +337,9 @@ def measure(app: Gunicorn, loadgen: LoadGenerator, server_pids: list[int], conne
             warmup: float) -> dict:
     if warmup > 0:
         loadgen.run(app.port, connections, warmup)
+    # Requests the previous run left queued in the worker still hold the pool and the server: wait until a
+    # new one is answered, so this run starts from an idle app.
+    http_get(app.port, "/whoami", timeout=120)
     workers = app.worker_pids()
     worker_before, server_before = cpu_seconds(workers), cpu_seconds(server_pids)
     figures = loadgen.run(app.port, connections, duration)
@@ -342,7 +348,7 @@ def measure(app: Gunicorn, loadgen: LoadGenerator, server_pids: list[int], conne
     requests = max(figures["requests"], 1)
     figures.update(
         requests_per_s=figures["requests"] / figures["duration_s"],
-        errors=figures["socket_errors"] + figures["timeouts"] + figures["bad_status"],
+        errors=figures["socket_errors"] + figures["bad_status"],
         worker_cpu_us_per_request=worker_cpu / requests * 1e6,
         server_cpu_us_per_request=server_cpu / requests * 1e6,
         server_core_share=server_cpu / figures["duration_s"],
@@ -413,7 +419,8 @@ def run_matrix(args: argparse.Namespace) -> dict:
 def _row_line(row: dict) -> str:
     return (f"  {row['driver']:<10} w={row['workers']} {'preload' if row['preload'] else 'no-preload':<10} "
             f"{row['scenario']:<12} {row['requests_per_s']:8.0f} req/s  p50 {row['p50_ms']:7.1f} ms  "
-            f"p99 {row['p99_ms']:7.1f} ms  max {row['max_ms']:7.1f} ms  errors {row['errors']}")
+            f"p99 {row['p99_ms']:7.1f} ms  max {row['max_ms']:7.1f} ms  errors {row['errors']}  "
+            f"timeouts {row['timeouts']}")
 
 
 def _ratio(a: float, b: float) -> str:
@@ -425,7 +432,8 @@ def print_table(results: dict) -> None:
           f"{results['loadavg_start'][0]:.1f} at start, {results['loadavg_end'][0]:.1f} at end (2 cores shared "
           f"by SecantusDB, the workers and the load generator)")
     header = (f"{'workers':>7} {'preload':>7} {'scenario':<12} {'driver':<10} {'req/s':>7} {'p50 ms':>7} "
-              f"{'p99 ms':>7} {'max ms':>7} {'errors':>6} {'wCPU us/req':>11} {'srvCPU us/req':>13} {'srv core':>8}")
+              f"{'p99 ms':>7} {'max ms':>7} {'errors':>6} {'t/o':>5} {'wCPU us/req':>11} {'srvCPU us/req':>13} "
+              f"{'srv core':>8}")
     print(header)
     print("-" * len(header))
     rows = results["runs"]
@@ -440,20 +448,23 @@ def print_table(results: dict) -> None:
             label = driver + ("*" if row.get("connect_false") else "")
             print(f"{key[0]:>7} {'yes' if key[1] else 'no':>7} {key[2]:<12} {label:<10} {row['requests_per_s']:7.0f} "
                   f"{row['p50_ms']:7.1f} {row['p99_ms']:7.1f} {row['max_ms']:7.1f} {row['errors']:6d} "
+                  f"{row['timeouts']:5d} "
                   f"{row['worker_cpu_us_per_request']:11.0f} {row['server_cpu_us_per_request']:13.0f} "
                   f"{row['server_core_share']:7.0%}")
         if "greenmongo" in by_driver and "pymongo" in by_driver:
             g, p = by_driver["greenmongo"], by_driver["pymongo"]
             print(f"{'':>7} {'':>7} {'':<12} {'gm/pm':<10} {_ratio(g['requests_per_s'], p['requests_per_s']):>7} "
                   f"{_ratio(g['p50_ms'], p['p50_ms']):>7} {_ratio(g['p99_ms'], p['p99_ms']):>7} "
-                  f"{_ratio(g['max_ms'], p['max_ms']):>7} {'':>6} "
+                  f"{_ratio(g['max_ms'], p['max_ms']):>7} {'':>6} {'':>5} "
                   f"{_ratio(g['worker_cpu_us_per_request'], p['worker_cpu_us_per_request']):>11} "
                   f"{_ratio(g['server_cpu_us_per_request'], p['server_cpu_us_per_request']):>13}")
     for failure in results.get("boot_failures", []):
         print(f"\n* {failure['driver']} with --preload ({failure['workers']} worker(s), maxPoolSize "
               f"{failure['max_pool_size']}): gunicorn's workers failed to boot ({failure['reason']}); the row "
               "is with MongoClient(connect=False), PyMongo's advice for forking servers.")
-    print("\nwCPU: the gunicorn workers' user+system CPU per request; srvCPU: SecantusDB's; srv core: its CPU "
+    print(f"\nerrors: socket errors and non-2xx answers; t/o: requests unanswered after {REQUEST_TIMEOUT} s "
+          "(the load generator then reconnects).")
+    print("wCPU: the gunicorn workers' user+system CPU per request; srvCPU: SecantusDB's; srv core: its CPU "
           "as a share of one core over the run. greenmongo's p99 against its own p50 (a fair queue): "
           + ", ".join(f"{k[2]} w={k[0]}{' preload' if k[1] else ''}: {r['p99_ms'] / r['p50_ms']:.1f}x"
                       for k in keys for r in rows
