@@ -88,6 +88,29 @@ def test_interleaves_address_families() -> None:
     assert tcp_module._interleave_families([]) == []
 
 
+def test_an_ip_literal_needs_no_resolver(address, monkeypatch) -> None:
+    """127.0.0.1 connects without getaddrinfo (gevent's resolver would start its thread pool); a name still
+    goes through it."""
+    host, port = address
+    asked = []
+    real = tcp_module.gsocket.getaddrinfo
+
+    def counting_getaddrinfo(name, service, *args):
+        asked.append(name)
+        return real(name, service, *args)
+
+    monkeypatch.setattr(tcp_module.gsocket, "getaddrinfo", counting_getaddrinfo)
+    with open_connection(("127.0.0.1", port), ConnectionSettings(connect_timeout=2)) as conn:
+        assert conn.command("admin", {"ping": 1})["ok"] == 1.0
+    assert asked == []
+    assert tcp_module._literal_addrinfo("::1", 27017) == [
+        (socket.AF_INET6, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("::1", 27017, 0, 0))]
+    assert tcp_module._literal_addrinfo("fe80::1%eth0", 27017) is None  # scoped: the resolver knows the scope
+    with open_connection(("localhost", port), ConnectionSettings(connect_timeout=2)) as conn:
+        assert conn.command("admin", {"ping": 1})["ok"] == 1.0
+    assert asked == ["localhost"]
+
+
 def test_falls_back_across_families(address, monkeypatch) -> None:
     """An unreachable first address (a refused port) does not prevent the next from working."""
     host, port = address

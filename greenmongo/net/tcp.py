@@ -10,6 +10,7 @@ these, net.http its requests.
 
 from __future__ import annotations
 
+import ipaddress
 import socket as _socket
 from typing import Any, List, Optional, Tuple
 
@@ -39,6 +40,24 @@ def _interleave_families(infos: List[_AddrInfo]) -> List[_AddrInfo]:
     for index in range(max(len(preferred), len(others))):
         ordered.extend(group[index] for group in (preferred, others) if index < len(group))
     return ordered
+
+
+def _literal_addrinfo(host: str, port: int) -> Optional[List[_AddrInfo]]:
+    """The address of an IP literal, without a resolver; None for a name (or a scoped IPv6 address).
+
+    gevent's default resolver runs even a literal's getaddrinfo in its thread pool, whose first use starts an
+    OS thread and imports concurrent.futures: ~10 ms of a new process's first connection (and a thread that
+    then competes for the GIL) that ``127.0.0.1`` or ``[::1]`` does not need.
+    """
+    if "%" in host:
+        return None
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if address.version == 4:
+        return [(_socket.AF_INET, _socket.SOCK_STREAM, _socket.IPPROTO_TCP, "", (host, port))]
+    return [(_socket.AF_INET6, _socket.SOCK_STREAM, _socket.IPPROTO_TCP, "", (host, port, 0, 0))]
 
 
 def _configure(sock: _socket.socket, keepalive_idle: int) -> None:
@@ -74,7 +93,8 @@ def _attempt(info: tuple, timeout: Optional[float], keepalive_idle: int, results
 
 def create_tcp_socket(host: str, port: int, timeout: Optional[float], keepalive_idle: int = 120) -> _socket.socket:
     """A connected TCP socket with TCP_NODELAY and keepalive; raises OSError (or socket.timeout)."""
-    infos = _interleave_families(gsocket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM))
+    infos = _literal_addrinfo(host, port) or _interleave_families(
+        gsocket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM))
     if not infos:
         raise OSError(f"getaddrinfo returned no addresses for {host}")
     results: Queue = Queue()
