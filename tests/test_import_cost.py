@@ -32,6 +32,8 @@ LAZY = {
     "http.client": "OCSP responders and cloud credentials (net.http)",
     "importlib.metadata": "check_for_min_version",
     "importlib.abc": "nothing at run time (dropin's loader and finder do without its base classes)",
+    "difflib": "a misspelled option's suggestions",
+    "greenmongo.bson.json_reader": "json_util.loads",
 }
 
 

@@ -91,7 +91,6 @@ from greenmongo.bson.json_options import (  # noqa: F401  (re-exported)
     _UTC,
 )
 from greenmongo.bson.son import RE_TYPE  # noqa: F401  (PyMongo's name here)
-from greenmongo.bson.json_reader import _Reader, _reject_constant
 
 __all__ = [
     "JSONMode", "DatetimeRepresentation", "JSONOptions", "LEGACY_JSON_OPTIONS", "RELAXED_JSON_OPTIONS",
@@ -414,9 +413,13 @@ def loads(s: Any, *args: Any, json_options: JSONOptions = DEFAULT_JSON_OPTIONS, 
     kwargs.pop("object_hook", None)
     kwargs["object_pairs_hook"] = tuple
     if json_options.json_mode != JSONMode.LEGACY:
+        from greenmongo.bson.json_reader import _reject_constant  # the reader loads with the first loads()
+
         kwargs.setdefault("parse_constant", _reject_constant)
     try:
         tree = json.loads(s, *args, **kwargs)
+        from greenmongo.bson.json_reader import _Reader
+
         return _Reader(json_options, hooked=False).top(tree)
     except RecursionError:
         raise ValueError("Extended JSON input nests too deeply") from None
@@ -429,11 +432,15 @@ def object_pairs_hook(pairs: Sequence[Tuple[str, Any]],
     Unlike :func:`loads`, a hook cannot tell the top-level object from the
     others, so a top-level type wrapper is converted too.
     """
+    from greenmongo.bson.json_reader import _Reader
+
     return _Reader(json_options, hooked=True).value(tuple(pairs))
 
 
 def object_hook(dct: Mapping[str, Any], json_options: JSONOptions = DEFAULT_JSON_OPTIONS) -> Any:
     """For ``json.loads(object_hook=...)``: one decoded object to a document or BSON value."""
+    from greenmongo.bson.json_reader import _Reader
+
     return _Reader(json_options, hooked=True).value(tuple(dct.items()))
 
 

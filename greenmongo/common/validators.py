@@ -17,7 +17,6 @@ import functools
 import inspect
 import warnings
 from collections import abc
-from difflib import get_close_matches
 from typing import Any, Callable, Mapping, MutableMapping, NoReturn, Optional
 from urllib.parse import unquote_plus
 
@@ -605,6 +604,8 @@ def _get_validator(key: str, validators: Mapping[str, Callable[[Any, Any], Any]]
     normed_key = normed_key or key
     validator = validators.get(normed_key)
     if validator is None:  # raised outside an ``except KeyError``: no chained KeyError quoting the key
+        from difflib import get_close_matches  # only for this error's suggestions
+
         raise_config_error(key, get_close_matches(normed_key, validators, cutoff=0.2), from_uri=from_uri)
     return validator
 

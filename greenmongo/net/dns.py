@@ -18,7 +18,6 @@ its ~40 ms import.
 
 from __future__ import annotations
 
-import ipaddress
 import socket as _stdlib_socket
 import struct
 import time
@@ -71,6 +70,8 @@ class _Unusable(Exception):
 
 def _parse_nameserver(entry: Nameserver) -> tuple[str, int]:
     """An IP address and port: a nameserver named by hostname would need DNS to be found."""
+    import ipaddress
+
     try:
         if isinstance(entry, tuple):
             host, port = str(entry[0]), int(entry[1])

@@ -10,7 +10,6 @@ these, net.http its requests.
 
 from __future__ import annotations
 
-import ipaddress
 import socket as _socket
 from typing import Any, List, Optional, Tuple
 
@@ -49,15 +48,13 @@ def _literal_addrinfo(host: str, port: int) -> Optional[List[_AddrInfo]]:
     OS thread and imports concurrent.futures: ~10 ms of a new process's first connection (and a thread that
     then competes for the GIL) that ``127.0.0.1`` or ``[::1]`` does not need.
     """
-    if "%" in host:
-        return None
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return None
-    if address.version == 4:
-        return [(_socket.AF_INET, _socket.SOCK_STREAM, _socket.IPPROTO_TCP, "", (host, port))]
-    return [(_socket.AF_INET6, _socket.SOCK_STREAM, _socket.IPPROTO_TCP, "", (host, port, 0, 0))]
+    for family, sockaddr in ((_socket.AF_INET, (host, port)), (_socket.AF_INET6, (host, port, 0, 0))):
+        try:
+            _socket.inet_pton(family, host)  # strict: dotted quads only, no scope (the resolver handles "%eth0")
+        except (OSError, ValueError):
+            continue
+        return [(family, _socket.SOCK_STREAM, _socket.IPPROTO_TCP, "", sockaddr)]
+    return None
 
 
 def _configure(sock: _socket.socket, keepalive_idle: int) -> None:
