@@ -397,8 +397,19 @@ def run_matrix(args: argparse.Namespace) -> dict:
                                 raise RuntimeError(f"--preload, yet the client was not created in the master: "
                                                    f"{answers}")
                             for name, connections, _ in scenarios:
-                                figures = measure(app, loadgen, server_pids, connections, args.duration,
-                                                  args.warmup)
+                                try:
+                                    figures = measure(app, loadgen, server_pids, connections, args.duration,
+                                                      args.warmup)
+                                except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
+                                    # One broken run (the app stopped answering) is a result; the matrix goes on.
+                                    failure = {"driver": driver, "workers": workers, "preload": preload,
+                                               "scenario": name, "connect_false": connect_false,
+                                               "reason": f"{exc!r}", "gunicorn_log": app.log_tail()[-1500:]}
+                                    results.setdefault("run_failures", []).append(failure)
+                                    print(f"  {driver} w={workers} {'preload' if preload else 'no-preload'} {name}: "
+                                          f"FAILED ({exc!r}); gunicorn's log ends: {failure['gunicorn_log'][-600:]}",
+                                          flush=True)
+                                    break
                                 row = {"driver": driver, "workers": workers, "preload": preload,
                                        "scenario": name, "connections": connections, "max_pool_size": pool,
                                        "client_inherited_from_master": inherited,
@@ -462,6 +473,9 @@ def print_table(results: dict) -> None:
         print(f"\n* {failure['driver']} with --preload ({failure['workers']} worker(s), maxPoolSize "
               f"{failure['max_pool_size']}): gunicorn's workers failed to boot ({failure['reason']}); the row "
               "is with MongoClient(connect=False), PyMongo's advice for forking servers.")
+    for failure in results.get("run_failures", []):
+        print(f"\nFAILED: {failure['driver']} {failure['workers']} worker(s) "
+              f"{'--preload ' if failure['preload'] else ''}{failure['scenario']}: {failure['reason']}")
     print(f"\nerrors: socket errors and non-2xx answers; t/o: requests unanswered after {REQUEST_TIMEOUT} s "
           "(the load generator then reconnects).")
     print("wCPU: the gunicorn workers' user+system CPU per request; srvCPU: SecantusDB's; srv core: its CPU "
