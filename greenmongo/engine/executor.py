@@ -352,24 +352,12 @@ class Executor:
         lease = _Lease(server, conn)
         holder.lease = lease
         try:
-            result = self._send(conn, server, operation, read_preference, holder)
+            result = self._send_leased(lease, operation, read_preference, holder)
             if (lease.pin is None and isinstance(result, CursorState) and result.needs_kill
                     and self._topology.description.topology_type is TopologyType.LoadBalanced):
                 # Load Balancer spec: the cursor's getMores and killCursors must reach the same service.
                 lease.pin = result.pin = server.pin(conn, "cursor")
             return result
-        except ProtocolError as exc:
-            # A reply that broke the protocol (the connection closed itself if the bytes did; a
-            # reply whose fields have the wrong types is closed here): this connection is not reused.
-            conn.close(f"malformed reply: {exc}")
-            _drop_broken_transaction_pin(lease, holder)
-            raise
-        except (ConnectionFailure, OperationFailure) as exc:
-            self._handle_error(exc, server, conn, holder)
-            raise
-        except BaseException:
-            _drop_broken_transaction_pin(lease, holder)
-            raise
         finally:
             holder.lease = None
             if lease.pin is None:
@@ -380,9 +368,17 @@ class Executor:
         """Run on a cursor's or transaction's pinned connection: no checkout, no check-in (its owner releases
         it). An error still goes to SDAM with that connection; after a network error the pin stays with its
         owner, which sends nothing more on it."""
-        conn = pin.conn
-        lease = _Lease(server, conn, pin)
+        lease = _Lease(server, pin.conn, pin)
         holder.lease = lease
+        try:
+            return self._send_leased(lease, operation, read_preference, holder)
+        finally:
+            holder.lease = None
+
+    def _send_leased(self, lease: "_Lease", operation: Operation[Any], read_preference: ServerMode,
+                     holder: "_SessionHolder") -> Any:
+        """Send on the lease's connection; an error decides that connection's fate (and a transaction's pin)."""
+        server, conn = lease.server, lease.conn
         try:
             return self._send(conn, server, operation, read_preference, holder)
         except ProtocolError as exc:
@@ -397,8 +393,6 @@ class Executor:
         except BaseException:
             _drop_broken_transaction_pin(lease, holder)
             raise
-        finally:
-            holder.lease = None
 
     @staticmethod
     def _handle_error(exc: BaseException, server: SelectedServer, conn: CommandConnection,
