@@ -126,6 +126,7 @@ SAMPLES: dict[str, tuple] = {
     "srvAllowedHostsSuffix": ("example.com", {"@srv": True}),
     "srv_host_validator": (lambda host: True, {"@srv": True}),
     "tracing": ({"enabled": True, "query_text_max_length": 100}, {}),
+    "pool_debug": (True, {}),
 }
 
 #: Refused until the feature exists (the error must name the option).
@@ -142,7 +143,7 @@ CONSUMED_VIEWS = (
     "enable_overload_retargeting", "event_listeners", "server_selector", "server_selection_timeout",
     "server_monitoring_mode", "max_pool_size", "min_pool_size", "max_idle_time_seconds", "wait_queue_timeout",
     "max_connecting", "load_balanced", "compressors", "connect", "seeds", "srv_host", "srv_service_name",
-    "tracing",
+    "tracing", "pool_debug",
 )
 
 
