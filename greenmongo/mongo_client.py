@@ -20,6 +20,7 @@ from greenmongo.client_session import ClientSession, SessionOptions, session_sta
 from greenmongo.command_cursor import open_command_cursor
 from greenmongo.database import Database
 from greenmongo.driver_info import DriverInfo
+from greenmongo.crypt.auto import build as build_auto_encrypter
 from greenmongo.engine.core import ClientCore
 from greenmongo.engine.deadline import resolve
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
@@ -66,10 +67,28 @@ class MongoClient(Watchable):
         # application configured itself keeps its level (programmatic configuration wins).
         apply_log_settings(parse_log_settings())
         self._core = ClientCore(self._options)
+        if self._options.auto_encryption_opts is not None:
+            self._start_auto_encryption(host, port, kwargs)
         #: timeoutMS in seconds (None: not set), the default of every database and collection.
         self._timeout = self._options.timeout
         if self._options.connect if connect is None else connect:  # the keyword, else the URI's connect=
             self._core.open()
+
+    def _start_auto_encryption(self, host: Any, port: Any, kwargs: dict[str, Any]) -> None:
+        """Wire automatic encryption (greenmongo/crypt/auto.py); the internal client, when needed, has this
+        client's options but minPoolSize=0 and no auto_encryption_opts (Client Side Encryption spec)."""
+        def internal_client() -> "MongoClient":
+            options = {key: value for key, value in kwargs.items()
+                       if key.lower() not in ("auto_encryption_opts", "minpoolsize", "connect")}
+            return type(self)(host, port, minPoolSize=0, connect=False, **options)
+
+        try:
+            encrypter = build_auto_encrypter(self, self._options.auto_encryption_opts, internal_client,
+                                             self._options.max_pool_size or 0)
+        except BaseException:
+            self._core.close()
+            raise
+        self._core.encrypter = self._core.executor.encrypter = encrypter
 
     # -- configuration -------------------------------------------------------------------
 

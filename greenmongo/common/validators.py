@@ -425,11 +425,15 @@ def validate_tzinfo(dummy: Any, value: Any) -> Optional[datetime.tzinfo]:
     return value
 
 
-def validate_auto_encryption_opts_or_none(option: Any, value: Any) -> None:
-    """None only: client-side field level encryption is not built in greenmongo (ConfigurationError)."""
+def validate_auto_encryption_opts_or_none(option: Any, value: Any) -> Any:
+    """None or an AutoEncryptionOpts (TypeError otherwise, as PyMongo)."""
     if value is None:
         return None
-    raise ConfigurationError(f"{option}: client-side field level encryption is not implemented in greenmongo")
+    from greenmongo.encryption_options import AutoEncryptionOpts
+
+    if not isinstance(value, AutoEncryptionOpts):
+        raise TypeError(f"{option} must be an instance of AutoEncryptionOpts, not {type(value)}")
+    return value
 
 
 def validate_datetime_conversion(option: Any, value: Any, from_uri: bool = False) -> Optional[DatetimeConversion]:

@@ -57,6 +57,8 @@ class ClientCore:
         self._pending_pins: deque[tuple[Optional[KillCursorsOperation], Any]] = deque()
         self.server_sessions = ServerSessionPool()
         self.clock = ClusterClock()
+        #: Automatic encryption (``crypt.auto.AutoEncrypter``), set by a MongoClient with auto_encryption_opts.
+        self.encrypter: Any = None
         self._new_topology()
         _LIVE_CORES.add(self)
 
@@ -69,6 +71,7 @@ class ClientCore:
                                  max_adaptive_retries=options.max_adaptive_retries,
                                  enable_overload_retargeting=bool(options.enable_overload_retargeting),
                                  tracer=self.tracer)
+        self.executor.encrypter = self.encrypter
 
     # -- the guard every operation passes ---------------------------------------------------
 
@@ -279,6 +282,8 @@ class ClientCore:
         if on_hub(self._hub):
             self._flush_kills()
         self.topology.close()
+        if self.encrypter is not None:
+            self.encrypter.close()
 
     def after_fork(self) -> None:
         """In a forked child: drop the parent's monitors, pools and sockets; reconnect on first use.

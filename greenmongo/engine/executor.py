@@ -17,6 +17,8 @@ import logging
 import random
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from greenmongo.bson import CodecOptions, RawBSONDocument
+from greenmongo.bson import decode as bson_decode
 from greenmongo.engine.deadline import LEGACY, Deadline
 from greenmongo.engine.protocols import (
     ClusterTimeSource,
@@ -60,6 +62,9 @@ from greenmongo.wire import reply_fields
 from greenmongo.wire.versions import WIRE_5_0
 
 _PRIMARY = ReadPreference.PRIMARY.mode
+#: Replies of an auto-encrypting client are read raw (decrypted, then decoded with the operation's options).
+_RAW_REPLY: CodecOptions = CodecOptions(document_class=RawBSONDocument)
+_PLAIN: CodecOptions = CodecOptions()
 
 
 def read_preference_field(topology_type: TopologyType, server_type: ServerType, read_preference: Optional[ServerMode],
@@ -102,6 +107,8 @@ class Executor:
         self._clock = clock
         self._command_listeners: Sequence[Any] = tuple(
             listener for listener in listeners if isinstance(listener, CommandListener))
+        #: Automatic encryption (``crypt.auto.AutoEncrypter``) of a client with auto_encryption_opts.
+        self.encrypter: Any = None
 
     @property
     def topology(self) -> Any:
@@ -430,6 +437,9 @@ class Executor:
             # Added here, not by the connection, so that monitoring shows what is sent; every command
             # carries them, getMore and transaction statements included (Stable API spec).
             command.body.update(server_api_fields(server_api))
+        encrypter = self.encrypter
+        if encrypter is not None:
+            return self._send_encrypted(encrypter, conn, command, operation, wire, deadline, session, holder)
         listeners = self._command_listeners
         logging_on = COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
         holder.sent = True
@@ -473,6 +483,38 @@ class Executor:
             raise
         tracer.end_command(span, reply)
         return result
+
+    def _send_encrypted(self, encrypter: Any, conn: CommandConnection, command: Command,
+                        operation: Operation[Any], wire: WireInfo, deadline: Any, session: Optional[SessionState],
+                        holder: "_SessionHolder") -> Any:
+        """A command of an auto-encrypting client: encrypted before its started event (unless encryption is
+        bypassed), its reply read raw and decrypted after its succeeded event, so events show ciphertext."""
+        if not encrypter.bypass_auto_encryption:
+            command = encrypter.encrypt_command(command)
+        listeners = self._command_listeners
+        logging_on = COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
+        holder.sent = True
+        io = _deadline_io(deadline)
+        monitor = CommandMonitor(self._topology.topology_id, conn, command, listeners, logging_on) \
+            if listeners or logging_on else None
+        if monitor is not None:
+            monitor.started()
+        try:
+            raw: Any = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
+                               check=False, unacknowledged=not command.acknowledged, codec_options=_RAW_REPLY,
+                               apply_server_api=False,
+                               request_id=monitor.request_id if monitor is not None else None, **io)
+        except Exception as exc:
+            if monitor is not None:
+                monitor.failed(exc)
+            raise
+        reply = None if raw is None else bson_decode(raw.raw, _PLAIN)
+        if monitor is not None:
+            monitor.finished(reply)
+        if raw is not None:
+            reply = bson_decode(encrypter.decrypt_reply(raw.raw), operation.codec_options)
+        self._observe(reply, session)
+        return operation.parse(reply, wire)
 
     def _session_fields(self, fields: ExecutionFields, session: SessionState, operation: Operation[Any],
                         command: Command, server: SelectedServer, server_description: ServerDescription,

@@ -394,10 +394,11 @@ def _tracing(name: str, value: Any) -> Any:
     return {"enabled": enabled, "query_text_max_length": length}
 
 
-def _not_built_encryption(name: str, value: Any) -> Any:
-    raise InvalidOptionValue(
-        f"{name}: client-side field level encryption (automatic or explicit) is not implemented in greenmongo; "
-        f"remove {name} or use PyMongo with pymongocrypt for encrypted fields")
+def _auto_encryption_opts(name: str, value: Any) -> Any:
+    """An AutoEncryptionOpts (greenmongo.encryption_options, which sits above this pure layer: by class name)."""
+    if value is None or any(cls.__name__ == "AutoEncryptionOpts" for cls in type(value).__mro__):
+        return value
+    raise InvalidOptionValue(f"{name} must be an instance of AutoEncryptionOpts, not {type(value).__name__}")
 
 
 class NotBuilt(Kind):
@@ -530,7 +531,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("type_registry", PythonOnly(_anything), uri=False),
     Option("event_listeners", PythonOnly(_listeners), uri=False),
     Option("server_selector", PythonOnly(_optional_callable), uri=False),
-    Option("auto_encryption_opts", PythonOnly(_not_built_encryption), uri=False),
+    Option("auto_encryption_opts", PythonOnly(_auto_encryption_opts), uri=False),
     Option("driver", PythonOnly(_driver_info), uri=False),
     # greenmongo's own keyword options (PyMongo has no such option)
     Option("pool_debug", Boolean(), uri=False),

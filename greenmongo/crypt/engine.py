@@ -1,0 +1,129 @@
+"""libmongocrypt handles for explicit encryption (ClientEncryption) and automatic encryption (MongoClient).
+
+Both wrap one ``mongocrypt_t`` and one EncryptionIO. Errors other than BSON errors come out as
+EncryptionError (PyMongo's contract), with libmongocrypt's message: it names keys and providers, never
+plaintext or key material.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Mapping, Optional, Sequence
+
+from greenmongo.bson import encode
+from greenmongo.crypt.binding import load
+from greenmongo.crypt.io import STANDARD_OPTIONS, EncryptionIO
+from greenmongo.crypt.state_machine import run_state_machine
+from greenmongo.errors import BSONError, EncryptionError
+
+
+@contextlib.contextmanager
+def wrap_errors() -> Iterator[None]:
+    """BSON errors pass unchanged; everything else becomes EncryptionError (its ``cause`` the original)."""
+    try:
+        yield
+    except (BSONError, EncryptionError):
+        raise
+    except Exception as exc:
+        raise EncryptionError(exc) from exc
+
+
+def mongocrypt_options(kms_providers: Mapping[str, Any], *, schema_map: Optional[Mapping[str, Any]] = None,
+                       encrypted_fields_map: Optional[Mapping[str, Any]] = None, bypass_query_analysis: bool = False,
+                       crypt_shared_lib_path: Optional[str] = None, crypt_shared_lib_required: bool = False,
+                       bypass_encryption: bool = False, key_expiration_ms: Optional[int] = None) -> Any:
+    crypt = load()
+    return crypt.MongoCryptOptions(
+        dict(kms_providers),
+        schema_map=encode(schema_map, codec_options=STANDARD_OPTIONS) if schema_map else None,
+        encrypted_fields_map=(encode(encrypted_fields_map, codec_options=STANDARD_OPTIONS)
+                              if encrypted_fields_map else None),
+        bypass_query_analysis=bypass_query_analysis,
+        crypt_shared_lib_path=crypt_shared_lib_path,
+        crypt_shared_lib_required=crypt_shared_lib_required,
+        bypass_encryption=bypass_encryption,
+        key_expiration_ms=key_expiration_ms,
+        enable_multiple_collinfo=True,
+    )
+
+
+class ExplicitEngine:
+    """create_data_key / rewrap / encrypt / decrypt on BSON bytes (ClientEncryption builds on it)."""
+
+    def __init__(self, io: EncryptionIO, options: Any) -> None:
+        self.io = io
+        self.crypt = load().MongoCrypt(options, io)
+
+    def create_data_key(self, kms_provider: str, master_key: Optional[Mapping[str, Any]] = None,
+                        key_alt_names: Optional[Sequence[str]] = None, key_material: Optional[bytes] = None) -> Any:
+        crypt = load()
+        names = [self.io.bson_encode({"keyAltName": name}) for name in key_alt_names or ()]
+        material = self.io.bson_encode({"keyMaterial": key_material}) if key_material is not None else None
+        opts = crypt.DataKeyOpts(dict(master_key) if master_key is not None else None, names, material)
+        with self.crypt.data_key_context(kms_provider, opts) as ctx:
+            key = run_state_machine(ctx, self.io)
+        assert key is not None
+        return self.io.insert_data_key(key)
+
+    def rewrap_many_data_key(self, filter: Mapping[str, Any], provider: Optional[str],
+                             master_key: Optional[Mapping[str, Any]]) -> Optional[bytes]:
+        with self.crypt.rewrap_many_data_key_context(filter, provider, master_key) as ctx:
+            return run_state_machine(ctx, self.io)
+
+    def encrypt(self, value: bytes, algorithm: str, key_id: Optional[bytes], key_alt_name: Optional[str],
+                query_type: Optional[str], contention_factor: Optional[int], range_opts: Optional[bytes],
+                is_expression: bool, string_opts: Optional[bytes]) -> bytes:
+        crypt = load()
+        alt = self.io.bson_encode({"keyAltName": key_alt_name}) if key_alt_name is not None else None
+        opts = crypt.ExplicitEncryptOpts(algorithm, key_id, alt, query_type, contention_factor, range_opts,
+                                         is_expression, string_opts)
+        with self.crypt.explicit_encryption_context(value, opts) as ctx:
+            result = run_state_machine(ctx, self.io)
+        assert result is not None
+        return result
+
+    def decrypt(self, value: bytes) -> bytes:
+        with self.crypt.explicit_decryption_context(value) as ctx:
+            result = run_state_machine(ctx, self.io)
+        assert result is not None
+        return result
+
+    def close(self) -> None:
+        self.crypt.close()
+        self.io.close()
+
+
+class AutoEngine:
+    """Command encryption and reply decryption for a MongoClient with ``auto_encryption_opts``."""
+
+    def __init__(self, io: EncryptionIO, options: Any, bypass_auto_encryption: bool) -> None:
+        self.io = io
+        self.bypass_auto_encryption = bypass_auto_encryption
+        with wrap_errors():
+            self.crypt = load().MongoCrypt(options, io)
+        self.closed = False
+
+    @property
+    def crypt_shared_loaded(self) -> bool:
+        return self.crypt.crypt_shared_lib_version is not None
+
+    def encrypt(self, database: str, command: bytes) -> bytes:
+        with wrap_errors():
+            with self.crypt.encryption_context(database, command) as ctx:
+                result = run_state_machine(ctx, self.io)
+        assert result is not None
+        return result
+
+    def decrypt(self, reply: bytes) -> bytes:
+        with wrap_errors():
+            with self.crypt.decryption_context(reply) as ctx:
+                result = run_state_machine(ctx, self.io)
+        assert result is not None
+        return result
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.crypt.close()
+            self.io.close()
+
