@@ -8,6 +8,7 @@ given, KMS requests over greenmongo's TLS sockets, all cooperative on gevent.
 from __future__ import annotations
 
 import enum
+import ssl
 import uuid
 from copy import deepcopy
 from types import TracebackType
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Algorithm", "ClientEncryption", "QueryType", "RewrapManyDataKeyResult"]
 
-BLOCKING_IO_ERRORS = (BlockingIOError, InterruptedError)
+#: PyMongo's name for the TLS "would block" errors (its KMS code catches them; ours runs on gevent).
+BLOCKING_IO_ERRORS = (ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 class Algorithm(str, enum.Enum):

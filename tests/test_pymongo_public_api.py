@@ -41,9 +41,9 @@ from tests.api_compare import class_methods, generic, incompatibilities, signatu
 DELIBERATE_DIFFERENCES: dict[str, str] = {
     "async-api": "only PyMongo's synchronous API: greenmongo's concurrency is gevent's (AsyncMongoClient and "
                  "pymongo.asynchronous do not exist)",
-    "client-side-encryption": "client-side field level encryption is a separate issue, not built: "
-                              "pymongo.encryption and pymongo.encryption_options do not exist and "
-                              "MongoClient(auto_encryption_opts=...) raises ConfigurationError",
+    "kms-connect-callback": "PyMongo 4.19's kms_connect_callback (KMSConnectContext, HTTPProxyKMSConnect, "
+                            "AsyncHTTPProxyKMSConnect) is not built: KMS requests go over greenmongo's own TLS "
+                            "sockets; passing kms_connect_callback raises ConfigurationError",
     "private-modules": "PyMongo's implementation modules (pymongo.message, pymongo.hello, the *_shared modules, "
                        "pymongo.synchronous, ...) are not its documented API; greenmongo's internals are its own "
                        "(MongoEngine's `from pymongo.database_shared import _check_name` falls back to "
@@ -71,8 +71,6 @@ DELIBERATE_DIFFERENCES: dict[str, str] = {
                               "(SOCKS5) and tlsDisableCertificateRevocationCheck",
     "srv-allowed-hosts": "PyMongo 4.20's srvAllowedHostsSuffix and srv_host_validator are not built: "
                          "parse_uri and MongoClient raise ConfigurationError naming them",
-    "auto-encryption-validator": "common.validate_auto_encryption_opts_or_none raises ConfigurationError for "
-                                 "any value but None (there is no AutoEncryptionOpts class to accept)",
     "uri-no-echo": "an unknown authMechanismProperties key from a connection string is not named in the error "
                    "(PyMongo 4.20.1 still names it), and the unknown-option error is not chained to a KeyError "
                    "naming the key (PyMongo's is); otherwise neither quotes connection string text "
@@ -90,18 +88,21 @@ SIGNATURE_DIFFERENCES: dict[str, str] = {}
 PUBLIC_MODULES = (
     "auth_oidc", "change_stream", "client_options", "client_session", "collation", "collection",
     "command_cursor", "common", "cursor", "cursor_shared", "database", "driver_info", "errors", "event_loggers",
+    "encryption", "encryption_options",
     "mongo_client", "monitoring", "operations", "pool", "read_concern", "read_preferences", "results",
     "server_api", "server_description", "server_type", "topology_description", "typings", "uri_parser",
     "write_concern",
 )
 #: PyMongo modules greenmongo does not provide: module -> DELIBERATE_DIFFERENCES key.
 MISSING_MODULES = {
-    "encryption": "client-side-encryption", "encryption_options": "client-side-encryption",
     "asynchronous": "async-api",
 }
 #: Names PyMongo's modules have that greenmongo does not: "module.name" -> DELIBERATE_DIFFERENCES key.
 MISSING_NAMES = {
     "pymongo.AsyncMongoClient": "async-api",
+    "pymongo.encryption_options.KMSConnectContext": "kms-connect-callback",
+    "pymongo.encryption_options.HTTPProxyKMSConnect": "kms-connect-callback",
+    "pymongo.encryption_options.AsyncHTTPProxyKMSConnect": "kms-connect-callback",
 }
 #: Constants whose values differ: "module.name" -> DELIBERATE_DIFFERENCES key.
 DIFFERENT_VALUES = {
@@ -221,7 +222,6 @@ def test_every_public_module_imports(pm: ModuleType) -> None:
 
 
 def test_missing_and_private_modules_are_really_absent() -> None:
-    DELIBERATE_DIFFERENCES["client-side-encryption"]
     DELIBERATE_DIFFERENCES["async-api"]
     for name in MISSING_MODULES:
         with pytest.raises(ImportError):
@@ -583,16 +583,24 @@ def test_validate_ok_for_update_and_replace(pm: ModuleType) -> None:
             assert theirs == mine, (function, value)
 
 
-def test_auto_encryption_is_refused(pm: ModuleType) -> None:
-    DELIBERATE_DIFFERENCES["client-side-encryption"]
+def test_auto_encryption_opts_are_validated_as_pymongo(pm: ModuleType) -> None:
+    # Never accepted and ignored: anything but an AutoEncryptionOpts (or None) is a TypeError, as PyMongo's.
     with pytest.raises(ConfigurationError, match="auto_encryption_opts"):
         greenmongo.MongoClient(auto_encryption_opts=object(), connect=False)
     greenmongo.MongoClient(auto_encryption_opts=None, connect=False).close()
-    DELIBERATE_DIFFERENCES["auto-encryption-validator"]
     assert gcommon.validate_auto_encryption_opts_or_none("opts", None) is None
-    with pytest.raises(ConfigurationError):
-        gcommon.validate_auto_encryption_opts_or_none("opts", object())
-    assert _outcome(pm.common.validate_auto_encryption_opts_or_none, "opts", object())[0] == "raises"
+    for validator in (gcommon.validate_auto_encryption_opts_or_none, pm.common.validate_auto_encryption_opts_or_none):
+        with pytest.raises(TypeError):
+            validator("opts", object())
+
+
+def test_kms_connect_callback_is_refused(pm: ModuleType) -> None:
+    pytest.importorskip("pymongocrypt")
+    from greenmongo.encryption_options import AutoEncryptionOpts
+
+    DELIBERATE_DIFFERENCES["kms-connect-callback"]
+    with pytest.raises(ConfigurationError, match="kms_connect_callback"):
+        AutoEncryptionOpts({"local": {"key": b"k" * 96}}, "keyvault.datakeys", kms_connect_callback=lambda ctx: None)
 
 
 def test_collation_and_moving_average_helpers(pm: ModuleType) -> None:
