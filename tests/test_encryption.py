@@ -8,7 +8,6 @@ corpus's), Binary subtype 6, key management, automatic decryption without mongoc
 from __future__ import annotations
 
 import base64
-import json
 import os
 import pathlib
 import subprocess
@@ -76,8 +75,8 @@ def test_without_pymongocrypt_asking_for_encryption_names_the_extra() -> None:
         "from greenmongo.encryption import ClientEncryption\n"
         "import greenmongo\n"
         "for make in (lambda: AutoEncryptionOpts({'local': {'key': b'k' * 96}}, 'k.v'),\n"
-        "             lambda: ClientEncryption({'local': {'key': b'k' * 96}}, 'k.v', greenmongo.MongoClient(connect=False),"
-        " greenmongo.bson.CodecOptions())):\n"
+        "             lambda: ClientEncryption({'local': {'key': b'k' * 96}}, 'k.v',"
+        " greenmongo.MongoClient(connect=False), greenmongo.bson.CodecOptions())):\n"
         "    try:\n"
         "        make()\n"
         "    except ConfigurationError as exc:\n"
@@ -101,8 +100,8 @@ def test_encryption_never_imports_pymongo_or_bson(server_uri) -> None:
         " CodecOptions(uuid_representation=STANDARD)) as ce:\n"
         "    key = ce.create_data_key('local')\n"
         "    assert ce.decrypt(ce.encrypt('x', Algorithm.AEAD_AES_256_CBC_HMAC_SHA_512_Random, key_id=key)) == 'x'\n"
-        f"a = MongoClient({server_uri!r}, auto_encryption_opts=AutoEncryptionOpts({{'local': {{'key': os.urandom(96)}}}},"
-        " 'keyvault.datakeys_imports', bypass_auto_encryption=True))\n"
+        f"a = MongoClient({server_uri!r}, auto_encryption_opts=AutoEncryptionOpts("
+        "{'local': {'key': os.urandom(96)}}, 'keyvault.datakeys_imports', bypass_auto_encryption=True))\n"
         "a.db.imports.find_one(); a.close(); c.close()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('bson', 'pymongo', 'gridfs')))\n")
     assert result.returncode == 0, result.stderr
