@@ -83,15 +83,33 @@ def greenmongo_driver() -> bool:
     return (os.environ.get("GREENMONGO_UNIFIED_DRIVER") or "greenmongo").strip().lower() == "greenmongo"
 
 
+def no_cloud_kms_credentials() -> bool:
+    """No AWS/Azure/GCP KMS credentials in the environment (spec/unified/encryption.py reads FLE_*)."""
+    return not any(os.environ.get(name) for name in ("FLE_AWS_KEY", "FLE_AZURE_CLIENTID", "FLE_GCP_EMAIL"))
+
+
+def no_kmip_server() -> bool:
+    """The unified run has no KMIP server (the suite fixture sets GREENMONGO_TEST_KMIP_ENDPOINT when it starts one)."""
+    return not os.environ.get("GREENMONGO_TEST_KMIP_ENDPOINT")
+
+
+def without_pymongocrypt() -> bool:
+    """The encryption extra is not installed: the unified runner reports csfle unavailable."""
+    import importlib.util
+
+    return importlib.util.find_spec("pymongocrypt") is None
+
+
 def without_c_extension() -> bool:
     from greenmongo import bson
 
     return not bson.has_c()
 
 
-def unified(suite: str, reason: str, category: str, why: str, files: str = "*") -> Allowed:
+def unified(suite: str, reason: str, category: str, why: str, files: str = "*",
+            when: tuple[Callable[[], bool], ...] = ()) -> Allowed:
     """An entry for cases of one unified suite folder (``files``: which of its JSON files, a pattern)."""
-    return Allowed(f"spec/test_unified_suites.py::test_unified[{suite}/{files}]", reason, category, why)
+    return Allowed(f"spec/test_unified_suites.py::test_unified[{suite}/{files}]", reason, category, why, when)
 
 
 def unified_lb(suite: str, reason: str, category: str, why: str, files: str = "*") -> Allowed:
@@ -130,6 +148,11 @@ _WHY_TOPOLOGY_LB = ("written for a standalone, replica set or sharded deployment
                     "has the cases that allow a replica set)")
 _WHY_AUTH = ("needs authentication on the suite's server (authentication errors in the handshake); the "
              "unified suites' SecantusDB runs without credentials")
+_NO_MONGOCRYPTD = r"^automatic encryption needs mongocryptd or the crypt_shared library"
+_WHY_NO_MONGOCRYPTD = ("automatic encryption (autoEncryptOpts without bypassAutoEncryption) needs mongocryptd or the "
+                       "crypt_shared library, MongoDB Enterprise downloads that are not available here; greenmongo "
+                       "spawns mongocryptd and loads crypt_shared per the spec (tests/test_encryption.py tests the "
+                       "errors when they are missing) and decrypts automatically without them")
 _WHY_COUNT = "Collection.count was removed in PyMongo 4 (count_documents / estimated_document_count replace it)"
 _WHY_RAW_DATA = "the rawData option (time-series bucket access) is not in PyMongo 4.20's API"
 
@@ -151,6 +174,15 @@ ENVIRONMENT_ENTRIES = [
     Allowed("tests/test_step_down.py::*", r"^Connections Survive Step Down: the tests need a replica set", ENVIRONMENT,
             "MONGODB_URI points at a deployment that is not a replica set of 4.2+ (SecantusDB always is one)",
             when=(own_server,)),
+    unified("client-side-encryption/tests/unified", r"^no credentials for the (aws|azure|gcp) KMS here", ENVIRONMENT,
+            "needs real AWS/Azure/GCP KMS credentials (the FLE_* variables of the Client Side Encryption tests "
+            "README): the key vault data of these files was encrypted by those clouds' KMS, which no loopback "
+            "mock can decrypt; tests/test_encryption_kms.py covers the cloud providers against mock KMS servers",
+            when=(no_cloud_kms_credentials,)),
+    unified("client-side-encryption/tests/unified", r"^no credentials for the kmip KMS here", ENVIRONMENT,
+            "no KMIP server in this run (GREENMONGO_TEST_KMIP_ENDPOINT unset)", when=(no_kmip_server,)),
+    Allowed("spec/*", _CSFLE, ENVIRONMENT, "the encryption extra (pymongocrypt) is not installed: the runner "
+            "reports csfle unavailable (the test extra installs it)", when=(without_pymongocrypt,)),
     Allowed("spec/test_unified_*", ".", ENVIRONMENT,
             "GREENMONGO_UNIFIED_DRIVER=pymongo runs the unified suites with the PyMongo peer, whose own "
             "limits skip; the ledger judges greenmongo's runs", when=(_peer_driver,)),
@@ -174,6 +206,11 @@ REQUIREMENT_ENTRIES = [
     unified("transactions/tests/unified", r"^skipReason: DRIVERS-2032: ", REQUIREMENT,
             "the spec test itself is marked skipped until DRIVERS-2032 (pinned servers' selectability)",
             files="retryable-*-handshake.json::*"),
+    unified("client-side-encryption/tests/unified", _OLDER, REQUIREMENT, _WHY_OLDER),
+    unified("client-side-encryption/tests/unified", _RUN_ON + r"minServerVersion 9\.0\.0 > server 8\.2\.\d+$",
+            REQUIREMENT, "tests of MongoDB 9.0 behaviour; SecantusDB reports 8.2"),
+    unified("client-side-encryption/tests/unified", r"^skipReason: (waiting on )?SERVER-(39395|40829)", REQUIREMENT,
+            "the spec test itself is marked skipped (server tickets SERVER-39395, SERVER-40829)"),
     unified_format("valid_pass", r"^skipReason: DRIVERS-2280: ", REQUIREMENT,
                    "the spec test itself is marked skipped until DRIVERS-2280 (on-demand KMS credentials)",
                    files="kmsProviders-unconfigured_kms.json"),
@@ -197,6 +234,11 @@ DEPLOYMENT_ENTRIES = [
             "unified suites run on a one-member SecantusDB replica set (the load-balanced cases run in "
             "spec/test_unified_load_balanced.py)"),
     unified_format("valid_pass", _TOPOLOGY, DEPLOYMENT, _WHY_TOPOLOGY),
+    unified("client-side-encryption/tests/unified", _NO_MONGOCRYPTD, DEPLOYMENT, _WHY_NO_MONGOCRYPTD),
+    Allowed("tests/test_csot_prose.py::test_prose_2_max_time_ms_is_not_set_for_mongocryptd", r"^CSOT prose 2: ",
+            DEPLOYMENT, _WHY_NO_MONGOCRYPTD),
+    unified_format("valid_pass", _NO_MONGOCRYPTD, DEPLOYMENT, _WHY_NO_MONGOCRYPTD,
+                   files="poc-queryable-encryption.json::*"),
     unified("retryable-reads/tests/unified", _AUTH, DEPLOYMENT, _WHY_AUTH),
     unified("retryable-writes/tests/unified", _AUTH, DEPLOYMENT, _WHY_AUTH),
     unified("server-discovery-and-monitoring/tests/unified", _AUTH, DEPLOYMENT, _WHY_AUTH),
@@ -317,16 +359,9 @@ DECISION_ENTRIES = [
 
 #: Features greenmongo does not have yet and says so (README "Not yet"): the entry goes when it lands.
 NOT_BUILT_ENTRIES = [
-    Allowed("tests/test_csot_prose.py::test_prose_2_max_time_ms_is_not_set_for_mongocryptd",
-            r"^CSOT prose 2: ", NOT_BUILT, "needs mongocryptd: client-side field level encryption is not built"),
     Allowed("tests/test_csot_prose.py::test_prose_3_client_encryption", r"^CSOT prose 3: ", NOT_BUILT,
-            "ClientEncryption: client-side field level encryption is not built"),
-    unified_format("valid_pass", _CSFLE, NOT_BUILT, "client-side field level encryption is not built",
-                   files="*kms*"),
-    unified_format("valid_pass", _CSFLE, NOT_BUILT, "client-side field level encryption (queryable "
-                   "encryption) is not built", files="poc-queryable-encryption.json::*"),
-    unified_format("valid_fail", _CSFLE, NOT_BUILT, "client-side field level encryption is not built",
-                   files="kmsProviders-*"),
+            "ClientEncryption under timeoutMS: KMS requests and key vault reads of the encryption API do not "
+            "take the client's timeoutMS yet"),
 ]
 
 # ================================== API gaps (to fix) ==================================

@@ -38,6 +38,7 @@ UNIFIED_SUITES = [
     "client-side-operations-timeout/tests",
     "open-telemetry/tests/operation",
     "open-telemetry/tests/transaction",
+    "client-side-encryption/tests/unified",
     # Not run here: "load-balancers/tests" (spec/test_unified_load_balanced.py runs it, and these suites again,
     # behind the loopback load balancers) and "connection-monitoring-and-pooling/tests/logging" (needs auth on
     # the suite's server).

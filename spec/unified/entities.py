@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Optional
 import gevent
 import gevent.queue
 
+from spec.unified.encryption import auto_encryption_opts, create_client_encryption
 from spec.unified.events import EventRecorder, LogCollector
 from spec.unified.matching import MISSING
 from spec.unified.outcomes import MatchError, NotSupported, TestFileError
@@ -248,8 +249,6 @@ class EntityMap:
         if unknown:
             raise TestFileError(f"client {spec.get('id')!r}: unknown keys {sorted(unknown)}")
         name = spec["id"]
-        if "autoEncryptOpts" in spec:
-            raise NotSupported("client-side field level encryption (autoEncryptOpts) is not supported")
         tracing = None
         if "observeTracingMessages" in spec:
             if not self.adapter.tracing:
@@ -283,6 +282,8 @@ class EntityMap:
                 server_api["version"], strict=server_api.get("strict"),
                 deprecation_errors=server_api.get("deprecationErrors"))
         kwargs["event_listeners"] = recorder.listeners(self.adapter.listener_bases)
+        if "autoEncryptOpts" in spec:
+            kwargs["auto_encryption_opts"] = auto_encryption_opts(self.adapter, self, spec["autoEncryptOpts"])
         self.recorders[name] = recorder
         if tracing is not None:
             kwargs["tracing"] = tracing
@@ -370,7 +371,7 @@ class EntityMap:
         self.add(spec["id"], "thread", ThreadEntity(spec["id"], self.run_operation, self.adapter.blocking_io))
 
     def _create_clientEncryption(self, spec: Mapping[str, Any]) -> None:  # noqa: N802 (the spec's name)
-        raise NotSupported("client-side field level encryption (clientEncryption entity) is not supported")
+        create_client_encryption(self, spec)
 
     # -- clean-up ------------------------------------------------------------------
 
@@ -395,6 +396,9 @@ class EntityMap:
         for kind, value in entities:
             if kind == "session":
                 _quietly(value.end_session)
+        for kind, value in entities:
+            if kind == "clientEncryption":
+                _quietly(value.close)
         for kind, value in entities:
             if kind == "client":
                 _quietly(lambda client=value: self.context.close_client(client))

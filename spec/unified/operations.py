@@ -37,6 +37,7 @@ from typing import Any, Callable, Optional
 
 from spec.unified.entities import CursorEntity
 from spec.unified.matching import MISSING
+from spec.unified.encryption import operations as encryption_operations
 from spec.unified.outcomes import NotSupported, TestFileError
 from spec.unified.results import to_document
 
@@ -447,6 +448,7 @@ _CURSOR_OPERATIONS = {
 }
 for _kind in ("changeStream", "findCursor", "commandCursor"):
     OPERATIONS[_kind] = dict(_CURSOR_OPERATIONS)
+OPERATIONS["clientEncryption"] = encryption_operations(_op)
 
 _ENTITY_KIND_OF_RESULT = {"createCollection": "collection"}
 

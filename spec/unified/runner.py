@@ -26,6 +26,7 @@ from spec.unified.entities import CursorEntity, EntityMap
 from spec.unified.events import assert_events, assert_log_messages
 from spec.unified.expected_errors import assert_error
 from spec.unified.matching import MISSING, Matcher, documents_equal, operator_of
+from spec.unified.encryption import check_auto_encryption
 from spec.unified.outcomes import MatchError, NotSupported, TestFileError
 from spec.unified.requirements import skip_reason
 from spec.unified.schema import SUPPORTED_SCHEMA_VERSION, is_supported, schema_errors
@@ -134,6 +135,8 @@ class TestRun:
                   or skip_reason(self.test.get("runOnRequirements"), server, csfle, "test"))
         if reason:
             raise RequirementsNotMet(reason)
+        # Before the initial data: the JSON schemas and encryptedFields it sets up are for that encryption.
+        check_auto_encryption(self.file_data.get("createEntities", []))
 
     def _clean_up(self, passed: bool) -> None:
         first_error: Optional[BaseException] = None

@@ -99,6 +99,12 @@ class DriverAdapter:
     csfle_available: bool = False
     tracing: bool = False
     """The client takes ``tracing={"enabled": ..., "query_text_max_length": ...}`` (OpenTelemetry spec)."""
+    ClientEncryption: Optional[type] = None
+    """The driver's ClientEncryption (clientEncryption entities; None: not available)."""
+    AutoEncryptionOpts: Optional[type] = None
+    """The driver's AutoEncryptionOpts (client autoEncryptOpts; None: not available)."""
+    codec_options_standard: Any = None
+    """CodecOptions with the standard UUID representation, for ClientEncryption."""
     # -- Client Side Operations Timeout (CSOT) -------------------------------------------------
     timeout: Optional[Callable[[Optional[float]], Any]] = None
     """The driver's ``timeout(seconds)`` block (``pymongo.timeout``): an operation's ``timeoutMS``

@@ -48,6 +48,14 @@ def _state_name(state: Any) -> str:
     return _STATE_NAMES[state]
 
 
+def _csfle_available() -> bool:
+    try:
+        from greenmongo.crypt.binding import available
+    except ImportError:
+        return False
+    return available()
+
+
 def load() -> DriverAdapter:
     import greenmongo
 
@@ -170,7 +178,11 @@ def load() -> DriverAdapter:
             "getSnapshotTime": "PyMongo-shaped API: PyMongo 4.20's ClientSession has no public snapshot time "
                                "(the Snapshot Reads spec's snapshotTime)",
         },
-        csfle_available=False,
+        # Client-side encryption: with the encryption extra (pymongocrypt) installed.
+        csfle_available=_csfle_available(),
+        ClientEncryption=_lookup("greenmongo.encryption.ClientEncryption"),
+        AutoEncryptionOpts=_lookup("greenmongo.encryption_options.AutoEncryptionOpts"),
+        codec_options_standard=bson.CodecOptions(uuid_representation=bson.STANDARD),
         tracing=True,
         timeout=greenmongo.timeout,
         TimeoutMode=greenmongo.TimeoutMode,

@@ -14,6 +14,16 @@ from spec.unified.outcomes import NotSupported
 _STATE_NAMES = {1: "none", 2: "starting", 3: "in_progress", 4: "committed", 5: "committed", 6: "aborted"}
 
 
+def _pymongo_csfle() -> Optional[dict]:
+    try:
+        import pymongocrypt  # noqa: F401
+        from pymongo.encryption import ClientEncryption
+        from pymongo.encryption_options import AutoEncryptionOpts
+    except ImportError:
+        return None
+    return {"ClientEncryption": ClientEncryption, "AutoEncryptionOpts": AutoEncryptionOpts}
+
+
 def load() -> DriverAdapter:
     try:
         import bson
@@ -123,7 +133,11 @@ def load() -> DriverAdapter:
             "waitQueueSize": "PyMongo has no waitQueueSize",
             "waitQueueMultiple": "PyMongo has no waitQueueMultiple",
         },
-        csfle_available=False,
+        # Client-side encryption, as PyMongo offers it with pymongocrypt installed (its encryption extra).
+        csfle_available=_pymongo_csfle() is not None,
+        ClientEncryption=(_pymongo_csfle() or {}).get("ClientEncryption"),
+        AutoEncryptionOpts=(_pymongo_csfle() or {}).get("AutoEncryptionOpts"),
+        codec_options_standard=bson.CodecOptions(uuid_representation=bson.binary.STANDARD),
         # CSOT: pymongo.timeout only. PyMongo 4.20 has no Database/Collection timeoutMS, no session
         # defaultTimeoutMS and no timeoutMode (its cursors read the enclosing pymongo.timeout block at
         # each call, so the runner keeps their iteration inside the operation's block).
