@@ -111,10 +111,11 @@ class ClientEncryption(Generic[_DocumentType]):
                                   key_expiration_ms=key_expiration_ms)
         db, coll = key_vault_namespace.split(".", 1)
         io = new_io(key_vault_client[db][coll], None, None, opts._kms_tls)
+        # Invalid providers raise ValueError/TypeError here, as PyMongo's (unwrapped).
+        options = mongocrypt_options(kms_providers, key_expiration_ms=key_expiration_ms,
+                                     bypass_encryption=True)  # explicit only: never loads crypt_shared
         with wrap_errors():
-            self._encryption: Optional[ExplicitEngine] = ExplicitEngine(
-                io, mongocrypt_options(kms_providers, key_expiration_ms=key_expiration_ms,
-                                       bypass_encryption=True))  # explicit only: never loads crypt_shared
+            self._encryption: Optional[ExplicitEngine] = ExplicitEngine(io, options)
         self._key_vault_coll = io.key_vault
 
     def _engine(self) -> ExplicitEngine:

@@ -88,6 +88,7 @@ def _placeholder(name: str, kind: str, field: str, unavailable: set) -> Any:
     if kind == "local" and field == "key":
         return LOCAL_MASTER_KEY
     if kind == "kmip" and field == "endpoint":
+        _start_kmip_server()
         endpoint = os.environ.get(KMIP_ENDPOINT_ENV)
         if endpoint and os.environ.get(KMIP_CA_ENV) and os.environ.get(KMIP_CERT_ENV):
             return endpoint
@@ -97,6 +98,29 @@ def _placeholder(name: str, kind: str, field: str, unavailable: set) -> Any:
         raise TestFileError(f"kmsProviders[{name!r}]: no value known for the $$placeholder {field!r}")
     unavailable.add(name)
     return _STAND_INS[field]
+
+
+_KMIP_SERVERS: list = []
+
+
+def _start_kmip_server() -> None:
+    """A PyKMIP server for the run (tests/servers/kmip.py), started at the first test that names the kmip
+    provider, unless GREENMONGO_TEST_KMIP_ENDPOINT names one already or PyKMIP is not installed."""
+    import importlib.util
+
+    if os.environ.get(KMIP_ENDPOINT_ENV) or _KMIP_SERVERS or importlib.util.find_spec("kmip") is None:
+        return
+    import atexit
+    import tempfile
+    from pathlib import Path
+
+    from tests.servers.kmip import KmipServer
+
+    server = KmipServer(Path(tempfile.mkdtemp(prefix="greenmongo-kmip-")))
+    _KMIP_SERVERS.append(server)
+    atexit.register(server.stop)
+    server.start()
+    os.environ.update(server.environment())
 
 
 def create_client_encryption(entities: Any, spec: Mapping[str, Any]) -> None:
