@@ -204,6 +204,31 @@ def test_explicit_encryption_errors(ce) -> None:
     ce.close()  # idempotent
 
 
+def test_closing_while_other_greenlets_encrypt_is_safe(client) -> None:
+    """close() while greenlets wait on key vault reads inside libmongocrypt state machines: the handle is freed
+    when the last of them leaves (freeing it under them crashed the process); each finishes or raises."""
+    import gevent
+
+    with ClientEncryption(LOCAL, "keyvault.datakeys", client, OPTS) as setup:
+        key_ids = [setup.create_data_key("local") for _ in range(3)]
+    ce = ClientEncryption(LOCAL, "keyvault.datakeys", client, OPTS)  # a cold key cache: every call reads the vault
+
+    def work(n: int) -> Any:
+        return ce.decrypt(ce.encrypt(n, RAND, key_id=key_ids[n % 3]))
+
+    workers = [gevent.spawn(work, n) for n in range(200)]
+    gevent.sleep(0)  # they are all inside a state machine, waiting for the key vault
+    ce.close()
+    gevent.joinall(workers, timeout=30)
+    assert all(worker.ready() for worker in workers)
+    for n, worker in enumerate(workers):
+        if worker.successful():
+            assert worker.value == n
+        else:
+            assert isinstance(worker.exception, (EncryptionError, InvalidOperation)), worker.exception
+    assert any(not worker.successful() for worker in workers)  # the decrypt after close() is refused
+
+
 def test_queryable_encryption_explicit_values_need_no_server_support(ce) -> None:
     key_id = ce.create_data_key("local")
     indexed = ce.encrypt("v", Algorithm.INDEXED, key_id=key_id, contention_factor=0)

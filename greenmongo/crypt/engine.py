@@ -47,12 +47,41 @@ def mongocrypt_options(kms_providers: Mapping[str, Any], *, schema_map: Optional
     )
 
 
+class _Handle:
+    """One ``mongocrypt_t`` shared by greenlets: ``close()`` while others are inside a state machine (waiting on
+    KMS or key vault I/O) must not free what their contexts still use, so the last one out destroys it."""
+
+    def __init__(self, crypt: Any) -> None:
+        self.crypt = crypt
+        self.active = 0
+        self.closing = False
+
+    @contextlib.contextmanager
+    def use(self) -> Iterator[Any]:
+        if self.closing:
+            raise EncryptionError(RuntimeError("the encryption handle was closed"))
+        self.active += 1
+        try:
+            yield self.crypt
+        finally:
+            self.active -= 1
+            if self.closing and not self.active:
+                self.crypt.close()
+
+    def close(self) -> None:
+        if self.closing:
+            return
+        self.closing = True
+        if not self.active:
+            self.crypt.close()
+
+
 class ExplicitEngine:
     """create_data_key / rewrap / encrypt / decrypt on BSON bytes (ClientEncryption builds on it)."""
 
     def __init__(self, io: EncryptionIO, options: Any) -> None:
         self.io = io
-        self.crypt = load().MongoCrypt(options, io)
+        self.handle = _Handle(load().MongoCrypt(options, io))
 
     def create_data_key(self, kms_provider: str, master_key: Optional[Mapping[str, Any]] = None,
                         key_alt_names: Optional[Sequence[str]] = None, key_material: Optional[bytes] = None) -> Any:
@@ -60,14 +89,14 @@ class ExplicitEngine:
         names = [self.io.bson_encode({"keyAltName": name}) for name in key_alt_names or ()]
         material = self.io.bson_encode({"keyMaterial": key_material}) if key_material is not None else None
         opts = crypt.DataKeyOpts(dict(master_key) if master_key is not None else None, names, material)
-        with self.crypt.data_key_context(kms_provider, opts) as ctx:
+        with self.handle.use() as crypt, crypt.data_key_context(kms_provider, opts) as ctx:
             key = run_state_machine(ctx, self.io)
         assert key is not None
         return self.io.insert_data_key(key)
 
     def rewrap_many_data_key(self, filter: Mapping[str, Any], provider: Optional[str],
                              master_key: Optional[Mapping[str, Any]]) -> Optional[bytes]:
-        with self.crypt.rewrap_many_data_key_context(filter, provider, master_key) as ctx:
+        with self.handle.use() as crypt, crypt.rewrap_many_data_key_context(filter, provider, master_key) as ctx:
             return run_state_machine(ctx, self.io)
 
     def encrypt(self, value: bytes, algorithm: str, key_id: Optional[bytes], key_alt_name: Optional[str],
@@ -77,19 +106,19 @@ class ExplicitEngine:
         alt = self.io.bson_encode({"keyAltName": key_alt_name}) if key_alt_name is not None else None
         opts = crypt.ExplicitEncryptOpts(algorithm, key_id, alt, query_type, contention_factor, range_opts,
                                          is_expression, string_opts)
-        with self.crypt.explicit_encryption_context(value, opts) as ctx:
+        with self.handle.use() as crypt, crypt.explicit_encryption_context(value, opts) as ctx:
             result = run_state_machine(ctx, self.io)
         assert result is not None
         return result
 
     def decrypt(self, value: bytes) -> bytes:
-        with self.crypt.explicit_decryption_context(value) as ctx:
+        with self.handle.use() as crypt, crypt.explicit_decryption_context(value) as ctx:
             result = run_state_machine(ctx, self.io)
         assert result is not None
         return result
 
     def close(self) -> None:
-        self.crypt.close()
+        self.handle.close()
         self.io.close()
 
 
@@ -100,23 +129,23 @@ class AutoEngine:
         self.io = io
         self.bypass_auto_encryption = bypass_auto_encryption
         with wrap_errors():
-            self.crypt = load().MongoCrypt(options, io)
+            self.handle = _Handle(load().MongoCrypt(options, io))
         self.closed = False
 
     @property
     def crypt_shared_loaded(self) -> bool:
-        return self.crypt.crypt_shared_lib_version is not None
+        return self.handle.crypt.crypt_shared_lib_version is not None
 
     def encrypt(self, database: str, command: bytes) -> bytes:
         with wrap_errors():
-            with self.crypt.encryption_context(database, command) as ctx:
+            with self.handle.use() as crypt, crypt.encryption_context(database, command) as ctx:
                 result = run_state_machine(ctx, self.io)
         assert result is not None
         return result
 
     def decrypt(self, reply: bytes) -> bytes:
         with wrap_errors():
-            with self.crypt.decryption_context(reply) as ctx:
+            with self.handle.use() as crypt, crypt.decryption_context(reply) as ctx:
                 result = run_state_machine(ctx, self.io)
         assert result is not None
         return result
@@ -124,6 +153,6 @@ class AutoEngine:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.crypt.close()
+            self.handle.close()
             self.io.close()
 
