@@ -5,6 +5,7 @@ client certificate. Requests go over greenmongo's own TLS sockets; the AWS mock 
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import os
 
 import pytest
@@ -31,12 +32,12 @@ def pki(tmp_path_factory):
     good = make_cert(ca, "localhost", dns_names=["localhost"], ip_addresses=["127.0.0.1"])
     wrong_host = make_cert(ca, "wrong.example", dns_names=["wrong.example"])
     now = datetime.datetime.now(datetime.timezone.utc)
+    names = x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
     expired_cert = (x509.CertificateBuilder().subject_name(good.cert.subject).issuer_name(ca.cert.subject)
                     .public_key(good.key.public_key()).serial_number(x509.random_serial_number())
-                    .not_valid_before(now - datetime.timedelta(days=30)).not_valid_after(now - datetime.timedelta(days=1))
-                    .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                                x509.IPAddress(__import__("ipaddress").ip_address(
-                                                                    "127.0.0.1"))]), critical=False)
+                    .not_valid_before(now - datetime.timedelta(days=30))
+                    .not_valid_after(now - datetime.timedelta(days=1))
+                    .add_extension(names, critical=False)
                     .sign(ca.key, hashes.SHA256()))
     expired = Issued(good.key, expired_cert)
     client = make_cert(ca, "greenmongo KMS client", client=True)
