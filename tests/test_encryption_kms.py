@@ -169,3 +169,16 @@ def test_kms_tls_without_the_ca_is_untrusted(client, kms, pki) -> None:
         with pytest.raises(EncryptionError, match="certificate verify failed"):
             ce.create_data_key("aws", master_key=master_key("aws", kms.endpoint))
     assert os.path.exists(pki["ca"])
+
+
+def test_on_demand_aws_credentials_come_from_the_environment(client, kms, pki, monkeypatch) -> None:
+    """An empty "aws" provider: greenmongo's MONGODB-AWS lookup supplies the credentials (here the environment)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_ACCESS_KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
+    tls = {"aws": {"tlsCAFile": pki["ca"]}, "azure": {"tlsCAFile": pki["ca"]}}
+    with ClientEncryption({"aws": {}, "azure": {}}, "keyvault.cloud_keys", client, OPTS, kms_tls_options=tls) as ce:
+        key_id = ce.create_data_key("aws", master_key=master_key("aws", kms.endpoint))
+        assert kms.requests[-1]["signature_valid"] is True
+        assert ce.decrypt(ce.encrypt("on demand", RAND, key_id=key_id)) == "on demand"
+        with pytest.raises(EncryptionError, match="on-demand KMS credentials for .azure. .*not implemented"):
+            ce.create_data_key("azure", master_key=master_key("azure", kms.endpoint))

@@ -14,7 +14,7 @@ from greenmongo.bson import encode
 from greenmongo.crypt.binding import load
 from greenmongo.crypt.io import STANDARD_OPTIONS, EncryptionIO
 from greenmongo.crypt.state_machine import run_state_machine
-from greenmongo.errors import BSONError, EncryptionError
+from greenmongo.errors import BSONError, ConfigurationError, EncryptionError
 
 
 @contextlib.contextmanager
@@ -47,6 +47,23 @@ def mongocrypt_options(kms_providers: Mapping[str, Any], *, schema_map: Optional
     )
 
 
+@contextlib.contextmanager
+def explain_missing_credentials(io: EncryptionIO) -> Iterator[None]:
+    """libmongocrypt's "no kms provider set" / "KMS provider `azure` is not configured" for an empty Azure or
+    GCP entry, said in words."""
+    try:
+        yield
+    except Exception as exc:
+        text = str(exc)
+        if io.omitted_credentials and ("no kms provider set" in text or any(
+                f"`{name}` is not configured" in text for name in io.omitted_credentials)):
+            names = ", ".join(repr(name) for name in io.omitted_credentials)
+            raise EncryptionError(ConfigurationError(
+                f"on-demand KMS credentials for {names} (an empty entry in kms_providers) are not implemented in "
+                "greenmongo: give the provider's credentials")) from None
+        raise
+
+
 class _Handle:
     """One ``mongocrypt_t`` shared by greenlets: ``close()`` while others are inside a state machine (waiting on
     KMS or key vault I/O) must not free what their contexts still use, so the last one out destroys it."""
@@ -76,6 +93,12 @@ class _Handle:
             self.crypt.close()
 
 
+def _run(io: EncryptionIO, handle: _Handle, make_context: Any) -> Optional[bytes]:
+    """One libmongocrypt context, made on the handle and driven to its end."""
+    with explain_missing_credentials(io), handle.use() as crypt, make_context(crypt) as ctx:
+        return run_state_machine(ctx, io)
+
+
 class ExplicitEngine:
     """create_data_key / rewrap / encrypt / decrypt on BSON bytes (ClientEncryption builds on it)."""
 
@@ -89,15 +112,14 @@ class ExplicitEngine:
         names = [self.io.bson_encode({"keyAltName": name}) for name in key_alt_names or ()]
         material = self.io.bson_encode({"keyMaterial": key_material}) if key_material is not None else None
         opts = crypt.DataKeyOpts(dict(master_key) if master_key is not None else None, names, material)
-        with self.handle.use() as crypt, crypt.data_key_context(kms_provider, opts) as ctx:
-            key = run_state_machine(ctx, self.io)
+        key = _run(self.io, self.handle, lambda crypt: crypt.data_key_context(kms_provider, opts))
         assert key is not None
         return self.io.insert_data_key(key)
 
     def rewrap_many_data_key(self, filter: Mapping[str, Any], provider: Optional[str],
                              master_key: Optional[Mapping[str, Any]]) -> Optional[bytes]:
-        with self.handle.use() as crypt, crypt.rewrap_many_data_key_context(filter, provider, master_key) as ctx:
-            return run_state_machine(ctx, self.io)
+        return _run(self.io, self.handle,
+                    lambda crypt: crypt.rewrap_many_data_key_context(filter, provider, master_key))
 
     def encrypt(self, value: bytes, algorithm: str, key_id: Optional[bytes], key_alt_name: Optional[str],
                 query_type: Optional[str], contention_factor: Optional[int], range_opts: Optional[bytes],
@@ -106,14 +128,12 @@ class ExplicitEngine:
         alt = self.io.bson_encode({"keyAltName": key_alt_name}) if key_alt_name is not None else None
         opts = crypt.ExplicitEncryptOpts(algorithm, key_id, alt, query_type, contention_factor, range_opts,
                                          is_expression, string_opts)
-        with self.handle.use() as crypt, crypt.explicit_encryption_context(value, opts) as ctx:
-            result = run_state_machine(ctx, self.io)
+        result = _run(self.io, self.handle, lambda crypt: crypt.explicit_encryption_context(value, opts))
         assert result is not None
         return result
 
     def decrypt(self, value: bytes) -> bytes:
-        with self.handle.use() as crypt, crypt.explicit_decryption_context(value) as ctx:
-            result = run_state_machine(ctx, self.io)
+        result = _run(self.io, self.handle, lambda crypt: crypt.explicit_decryption_context(value))
         assert result is not None
         return result
 
@@ -138,15 +158,13 @@ class AutoEngine:
 
     def encrypt(self, database: str, command: bytes) -> bytes:
         with wrap_errors():
-            with self.handle.use() as crypt, crypt.encryption_context(database, command) as ctx:
-                result = run_state_machine(ctx, self.io)
+            result = _run(self.io, self.handle, lambda crypt: crypt.encryption_context(database, command))
         assert result is not None
         return result
 
     def decrypt(self, reply: bytes) -> bytes:
         with wrap_errors():
-            with self.handle.use() as crypt, crypt.decryption_context(reply) as ctx:
-                result = run_state_machine(ctx, self.io)
+            result = _run(self.io, self.handle, lambda crypt: crypt.decryption_context(reply))
         assert result is not None
         return result
 

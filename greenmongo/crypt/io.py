@@ -11,6 +11,8 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Iterator, Mapping, Optional
 
+from greenmongo.auth.aws import obtain_credentials
+from greenmongo.auth.cache import AuthCache
 from greenmongo.bson import STANDARD, Binary, CodecOptions, RawBSONDocument, decode, encode
 from greenmongo.bson.binary import UUID_SUBTYPE
 from greenmongo.crypt import mongocryptd
@@ -26,6 +28,7 @@ from greenmongo.errors import (
 from greenmongo.hub.waiting import sleep
 from greenmongo.net.kms import kms_exchange
 from greenmongo.options.connection_settings import TlsSettings
+from greenmongo.options.credentials import MongoCredential
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.write_concern import WriteConcern
 
@@ -38,6 +41,10 @@ RAW: CodecOptions = CodecOptions(document_class=RawBSONDocument)
 STANDARD_OPTIONS: CodecOptions = CodecOptions(uuid_representation=STANDARD)
 #: libmongocrypt's filters and commands decode faithfully (subtype 4 stays Binary) to be sent on.
 PLAIN: CodecOptions = CodecOptions()
+
+
+#: MONGODB-AWS without a user: obtain_credentials then looks where the AWS auth spec says (environment first).
+_ON_DEMAND_AWS = MongoCredential("MONGODB-AWS", "$external", None, None, None, None)
 
 
 def split_endpoint(endpoint: str, default_port: int) -> tuple[str, int]:
@@ -67,6 +74,9 @@ class EncryptionIO:
         self.mongocryptd_client = mongocryptd_client
         self.kms_tls = dict(kms_tls or {})
         self.spawner = spawn
+        self._auth_cache = AuthCache()  # on-demand AWS credentials fetched with an expiry are kept here
+        #: Empty providers whose on-demand credentials greenmongo cannot fetch (Azure's, GCP's), once asked.
+        self.omitted_credentials: list[str] = []
 
     # -- libmongocrypt's callback methods ---------------------------------------------------------
 
@@ -130,11 +140,21 @@ class EncryptionIO:
         return encode(doc, codec_options=STANDARD_OPTIONS)
 
     def on_demand_credentials(self, kms_providers: Mapping[str, Any]) -> dict[str, Any]:
+        """Credentials for providers given empty (``"aws": {}``): AWS from greenmongo's cooperative MONGODB-AWS
+        lookup (environment, web identity, ECS, EC2; fetched ones cached until they near expiry)."""
         wanted = sorted(name for name in ("aws", "azure", "gcp") if name in kms_providers
                         and not kms_providers[name])
-        raise EncryptionError(ConfigurationError(
-            f"on-demand KMS credentials (an empty {', '.join(repr(n) for n in wanted)} entry in kms_providers) "
-            "are not implemented in greenmongo: give the provider's credentials in kms_providers"))
+        # libmongocrypt asks for every empty provider at once, whichever this operation uses: Azure's and GCP's
+        # (their metadata services) are not built, so they stay unset and an operation that needs one fails
+        # in libmongocrypt naming it.
+        self.omitted_credentials = [name for name in wanted if name != "aws"]
+        if "aws" not in wanted:
+            return {}
+        found = obtain_credentials(_ON_DEMAND_AWS, self._auth_cache, self._auth_cache.io)
+        aws: dict[str, Any] = {"accessKeyId": found.access_key_id, "secretAccessKey": found.secret_access_key}
+        if found.session_token:
+            aws["sessionToken"] = found.session_token
+        return {"aws": aws}
 
     def close(self) -> None:
         if self.mongocryptd_client is not None:
