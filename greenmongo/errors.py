@@ -296,10 +296,14 @@ class EncryptionError(GreenMongoError):
         """The exception the encryption or decryption failed with."""
         return self._cause
 
+    @property
+    def timeout(self) -> bool:
+        """True when the cause is a timeout (a key vault read or write that ran out of timeoutMS)."""
+        return bool(getattr(self._cause, "timeout", False))
+
 
 class EncryptedCollectionError(EncryptionError):
-    """Creating a collection with ``encrypted_fields`` failed (raised by the encryption API, which
-    greenmongo has not built; defined so that ``except`` clauses written for PyMongo resolve)."""
+    """``ClientEncryption.create_encrypted_collection`` failed: creating a data key or the collection."""
 
     def __init__(self, cause: BaseException, encrypted_fields: Mapping[str, Any]) -> None:
         super().__init__(cause)

@@ -359,9 +359,11 @@ DECISION_ENTRIES = [
 
 #: Features greenmongo does not have yet and says so (README "Not yet"): the entry goes when it lands.
 NOT_BUILT_ENTRIES = [
-    Allowed("tests/test_csot_prose.py::test_prose_3_client_encryption", r"^CSOT prose 3: ", NOT_BUILT,
-            "ClientEncryption under timeoutMS: KMS requests and key vault reads of the encryption API do not "
-            "take the client's timeoutMS yet"),
+    Allowed("tests/test_csot_prose.py::test_prose_3_client_encryption[*]", r"^CSOT prose 3: not reliable yet",
+            NOT_BUILT,
+            "ClientEncryption under the key vault client's timeoutMS: implemented and passing in isolation, but "
+            "flaky in the test module's session (a fail point block not seen, or a second find); to be "
+            "understood before it counts"),
 ]
 
 # ================================== API gaps (to fix) ==================================

@@ -172,9 +172,54 @@ def test_prose_2_max_time_ms_is_not_set_for_mongocryptd() -> None:
     pytest.skip("CSOT prose 2: needs mongocryptd (a MongoDB Enterprise download, not available here)")
 
 
-def test_prose_3_client_encryption() -> None:
-    pytest.skip("CSOT prose 3: ClientEncryption under timeoutMS: the encryption API's KMS and key vault I/O do "
-                "not take the client's timeoutMS yet")
+@pytest.mark.parametrize("step", ["createDataKey", "encrypt", "decrypt"])
+def test_prose_3_client_encryption(internal: MongoClient, clients: list, server_uri: str, step: str) -> None:
+    """The key vault client's timeoutMS bounds the key vault insert (createDataKey) and find (encrypt,
+    decrypt), and the error says it is a timeout. Timings adjusted for a shared machine: timeoutMS 100 and
+    a 200 ms block (the README's 10 and 15)."""
+    pytest.skip("CSOT prose 3: not reliable yet: in this module's session one of the three cases in about two "
+                "runs sees its key vault command not blocked by the fail point (or a second find after the "
+                "timeout), though the same steps time out every time in a process of their own; not understood")
+    import base64
+
+    from greenmongo.bson import STANDARD, CodecOptions
+    from greenmongo.encryption import Algorithm, ClientEncryption
+
+    internal.keyvault.datakeys.drop()
+    internal.keyvault.create_collection("datakeys")
+    # SecantusDB did not always block the first commands on a collection created just before: one write
+    # and one read through it first.
+    internal.keyvault.datakeys.insert_one({"_id": "settle"})
+    internal.keyvault.datakeys.delete_one({"_id": "settle"})
+    recorder = Recorder()
+    key_vault_client = prose_client(server_uri, recorder, timeoutMS=100)
+    clients.append(key_vault_client)
+    connect(key_vault_client)
+    local = base64.b64decode("Mng0NCt4ZHVUYUJCa1kxNkVyNUR1QURhZ2h2UzR2d2RrZzh0cFBwM3R6NmdWMDFBMUN3YkQ5aXRRMkhG"
+                             "RGdQV09wOGVNYUMxT2k3NjZKelhaQmRCZGJkTXVyZG9uSjFk")
+    with ClientEncryption({"local": {"key": local}}, "keyvault.datakeys", key_vault_client,
+                          CodecOptions(uuid_representation=STANDARD)) as client_encryption:
+        deterministic = Algorithm.AEAD_AES_256_CBC_HMAC_SHA_512_Deterministic
+        blocked = "insert" if step == "createDataKey" else "find"
+        if step != "createDataKey":
+            key_id = client_encryption.create_data_key("local")
+        if step == "decrypt":
+            encrypted = client_encryption.encrypt("hello", deterministic, key_id=key_id)
+            client_encryption.close()  # a fresh key cache, so decrypt must read the key vault
+            client_encryption = ClientEncryption({"local": {"key": local}}, "keyvault.datakeys", key_vault_client,
+                                                 CodecOptions(uuid_representation=STANDARD))
+        recorder.clear()
+        with fail_point(internal, {"times": 1}, failCommands=[blocked], blockConnection=True, blockTimeMS=200):
+            with pytest.raises(GreenMongoError) as info:
+                if step == "createDataKey":
+                    client_encryption.create_data_key("local")
+                elif step == "encrypt":
+                    client_encryption.encrypt("hello", deterministic, key_id=key_id)
+                else:
+                    client_encryption.decrypt(encrypted)
+        client_encryption.close()
+    assert_timeout(info.value)
+    assert [event.command[blocked] for event in started(recorder, blocked)] == ["datakeys"]
 
 
 # == 4. Background connection pooling ==================================================================
