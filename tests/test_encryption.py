@@ -205,28 +205,34 @@ def test_explicit_encryption_errors(ce) -> None:
 
 
 def test_closing_while_other_greenlets_encrypt_is_safe(client) -> None:
-    """close() while greenlets wait on key vault reads inside libmongocrypt state machines: the handle is freed
-    when the last of them leaves (freeing it under them crashed the process); each finishes or raises."""
+    """close() while greenlets wait on key vault reads inside libmongocrypt state machines (a fail point holds
+    the reads): the handle is freed when the last of them leaves (freeing it under them crashed the process);
+    each encrypt finishes, and the decrypt after close() is refused."""
     import gevent
 
     with ClientEncryption(LOCAL, "keyvault.datakeys", client, OPTS) as setup:
         key_ids = [setup.create_data_key("local") for _ in range(3)]
     ce = ClientEncryption(LOCAL, "keyvault.datakeys", client, OPTS)  # a cold key cache: every call reads the vault
+    encrypted: list = []
 
     def work(n: int) -> Any:
-        return ce.decrypt(ce.encrypt(n, RAND, key_id=key_ids[n % 3]))
+        encrypted.append(ce.encrypt(n, RAND, key_id=key_ids[n % 3]))
+        return ce.decrypt(encrypted[-1])
 
-    workers = [gevent.spawn(work, n) for n in range(200)]
-    gevent.sleep(0)  # they are all inside a state machine, waiting for the key vault
-    ce.close()
-    gevent.joinall(workers, timeout=30)
-    assert all(worker.ready() for worker in workers)
-    for n, worker in enumerate(workers):
-        if worker.successful():
-            assert worker.value == n
-        else:
-            assert isinstance(worker.exception, (EncryptionError, InvalidOperation)), worker.exception
-    assert any(not worker.successful() for worker in workers)  # the decrypt after close() is refused
+    client.admin.command("configureFailPoint", "failCommand", mode="alwaysOn",
+                         data={"failCommands": ["find"], "blockConnection": True, "blockTimeMS": 300})
+    try:
+        workers = [gevent.spawn(work, n) for n in range(50)]
+        gevent.sleep(0.1)  # all of them are inside a state machine, their key vault reads held by the fail point
+        handle = ce._encryption.handle
+        assert handle.active == 50
+        ce.close()
+        gevent.joinall(workers, timeout=30)
+    finally:
+        client.admin.command("configureFailPoint", "failCommand", mode="off")
+    assert len(encrypted) == 50 and all(value.subtype == 6 for value in encrypted)  # encrypt finished after close
+    assert all(isinstance(worker.exception, InvalidOperation) for worker in workers)  # decrypt refused
+    assert handle.active == 0 and handle.closing
 
 
 def test_queryable_encryption_explicit_values_need_no_server_support(ce) -> None:
