@@ -26,6 +26,7 @@ from greenmongo.errors import (
     ServerSelectionTimeoutError,
 )
 from greenmongo.hub.waiting import sleep
+from greenmongo.net.connect import load_tls
 from greenmongo.net.kms import kms_exchange
 from greenmongo.options.connection_settings import TlsSettings
 from greenmongo.options.credentials import MongoCredential
@@ -73,6 +74,7 @@ class EncryptionIO:
         self._metadata: Optional[Callable[[], Any]] = weakref.ref(metadata_client) if metadata_client else None
         self.mongocryptd_client = mongocryptd_client
         self.kms_tls = dict(kms_tls or {})
+        load_tls()  # KMS requests speak TLS: import its stack here, not inside the first request's greenlet
         self.spawner = spawn
         self._auth_cache = AuthCache()  # on-demand AWS credentials fetched with an expiry are kept here
         #: Empty providers whose on-demand credentials greenmongo cannot fetch (Azure's, GCP's), once asked.

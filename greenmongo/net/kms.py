@@ -8,13 +8,15 @@ KMS request never blocks the hub. TLS is always verified (the spec forbids insec
 from __future__ import annotations
 
 import socket as _socket
-from typing import Callable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from greenmongo.errors import AutoReconnect, NetworkTimeout
 from greenmongo.hub.waiting import call_with_deadline
 from greenmongo.net.tcp import create_tcp_socket
-from greenmongo.net.tls import TlsSocket, build_context, wrap_socket
 from greenmongo.options.connection_settings import TlsSettings
+
+if TYPE_CHECKING:
+    from greenmongo.net.tls import TlsSocket
 
 
 def kms_exchange(host: str, port: int, tls: TlsSettings, message: bytes, bytes_needed: Callable[[], int],
@@ -39,7 +41,9 @@ def kms_exchange(host: str, port: int, tls: TlsSettings, message: bytes, bytes_n
 
 def _exchange(host: str, port: int, tls: TlsSettings, message: bytes, bytes_needed: Callable[[], int],
               feed: Callable[[bytes], None], timeout: float) -> None:
-    stream: Optional[Union[_socket.socket, TlsSocket]] = None
+    from greenmongo.net.tls import build_context, wrap_socket  # the TLS stack loads with the first KMS request
+
+    stream: Optional[Union[_socket.socket, "TlsSocket"]] = None
     try:
         stream = create_tcp_socket(host, port, timeout)
         stream = wrap_socket(stream, build_context(tls), host, timeout=timeout)
