@@ -151,6 +151,7 @@ def test_selector_callables_are_not_offered(pm: ModuleType, both_clients: tuple)
     from pymongo.server_selectors import writable_server_selector
 
     mine, theirs = both_clients
+    theirs.admin.command("ping")  # PyMongo has discovered the server (its monitor is another OS thread)
     assert theirs.topology_description.apply_selector(writable_server_selector)
     with pytest.raises(TypeError):
         mine.topology_description.apply_selector(lambda selection: selection)
