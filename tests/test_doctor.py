@@ -1,7 +1,8 @@
 """``python -m greenmongo doctor``: run as a subprocess against SecantusDB (plain, TLS, with users, a wrong
 password), a ``mongodb+srv`` name on the loopback DNS server, a dead host and an unusable connection
 string; the report's facts, its exit status and one-line reason, and that no password is ever printed.
-One test runs it in-process too, so the patched pass covers it."""
+In the patched pass the subprocess monkey-patches itself first (as a gunicorn gevent worker would);
+one test runs the doctor in-process too."""
 
 from __future__ import annotations
 
@@ -26,8 +27,15 @@ PASSWORD = "s3cr3t-Pa55word"
 WRONG_PASSWORD = "n0t-the-Pa55word"
 
 
+PATCHED = os.environ.get("GREENMONGO_TEST_PATCHED", "").lower() in ("1", "true", "yes")
+#: ``python -m greenmongo`` in a process that calls patch_all() first.
+_PATCHED_MAIN = ("from gevent import monkey; monkey.patch_all(); import runpy; "
+                 "runpy.run_module('greenmongo', run_name='__main__', alter_sys=True)")
+
+
 def run_doctor(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
-    process = subprocess.run([sys.executable, "-m", "greenmongo", "doctor", *args], cwd=REPO_ROOT,
+    entry = ["-c", _PATCHED_MAIN] if PATCHED else ["-m", "greenmongo"]
+    process = subprocess.run([sys.executable, *entry, "doctor", *args], cwd=REPO_ROOT,
                              capture_output=True, text=True, timeout=timeout)
     return process.returncode, process.stdout, process.stderr
 
@@ -41,7 +49,6 @@ def host_of(uri: str) -> str:
     return uri.split("://", 1)[1].split("/", 1)[0].rsplit("@", 1)[-1]
 
 
-@pytest.mark.one_pass
 def test_a_plain_server_is_healthy(server_uri: str) -> None:
     address = host_of(server_uri)
     code, out, err = run_doctor(server_uri, "--rtt-samples", "4")
@@ -80,7 +87,6 @@ def users_server(tmp_path_factory):
         server.stop()
 
 
-@pytest.mark.one_pass
 def test_credentials_that_authenticate(users_server) -> None:
     uri = f"mongodb://doc:{PASSWORD}@{users_server.host}:{users_server.port}/?authSource=admin"
     code, out, err = run_doctor(uri)
@@ -92,7 +98,6 @@ def test_credentials_that_authenticate(users_server) -> None:
     assert PASSWORD not in out + err + json.dumps(report)
 
 
-@pytest.mark.one_pass
 def test_a_wrong_password_is_unhealthy_and_never_printed(users_server) -> None:
     uri = f"mongodb://doc:{WRONG_PASSWORD}@{users_server.host}:{users_server.port}/"
     code, out, err = run_doctor(uri)
@@ -121,7 +126,6 @@ def tls_server(tmp_path_factory):
         server.stop()
 
 
-@pytest.mark.one_pass
 def test_tls_version_cipher_certificate_and_ocsp(tls_server) -> None:
     server, ca_file = tls_server
     code, report, err = run_json(f"mongodb://127.0.0.1:{server.port}/?tls=true&tlsCAFile={ca_file}")
@@ -139,7 +143,6 @@ def test_tls_version_cipher_certificate_and_ocsp(tls_server) -> None:
     assert "certificate verify failed" in out
 
 
-@pytest.mark.one_pass
 def test_a_dead_host() -> None:
     port = free_port()
     code, out, err = run_doctor(f"mongodb://127.0.0.1:{port}/?connectTimeoutMS=2000")
@@ -149,7 +152,6 @@ def test_a_dead_host() -> None:
     assert f"Topology: Unknown\n  127.0.0.1:{port}: Unknown\n" in out and "  writes               (none)" in out
 
 
-@pytest.mark.one_pass
 def test_an_unusable_connection_string_says_why_without_quoting_it() -> None:
     code, out, err = run_doctor(f"mongodb://doc:{PASSWORD}@127.0.0.1:1/?maxPoolSize=lots")
     assert code == 2
@@ -157,7 +159,6 @@ def test_an_unusable_connection_string_says_why_without_quoting_it() -> None:
     assert "maxPoolSize" in out and PASSWORD not in out + err and "lots" not in out + err
 
 
-@pytest.mark.one_pass
 def test_mongodb_srv_on_the_loopback_dns_server(server_uri: str) -> None:
     host, port = host_of(server_uri).rsplit(":", 1)
     assert host == "127.0.0.1"
@@ -186,7 +187,6 @@ def test_mongodb_srv_on_the_loopback_dns_server(server_uri: str) -> None:
         assert code == 2 and "UNHEALTHY: the connection string cannot be used: " in out
 
 
-@pytest.mark.one_pass
 def test_a_load_balancer(server_uri: str) -> None:
     from tests.servers.load_balancer import LoadBalancerProcess
 
