@@ -43,7 +43,7 @@ _PATCHED_PASS_UNIFIED = ("crud/", "transactions/", "transactions-convenient-api/
 _QUIET_MODULES = frozenset({
     "test_hub_stress.py", "test_dns_hub_blocking.py", "test_pool_kill.py", "test_kill_safety_e2e.py",
     "test_pool_fairness.py", "test_idle_cost.py", "test_csot.py", "test_csot_prose.py", "test_fault_workload.py",
-    "test_bench_smoke.py", "test_monitor_hub_waits.py", "test_hub_watchdog.py",
+    "test_monitor_hub_waits.py", "test_hub_watchdog.py",
 })
 
 
