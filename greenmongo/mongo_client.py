@@ -40,6 +40,10 @@ class MongoClient(Watchable):
     ``host`` is a connection string, a ``host[:port]`` or a list of them; keyword options win over
     the URI's. With ``connect=False`` nothing happens until the first operation.
     ``MongoClient[dict]`` is a generic alias, as PyMongo's ``MongoClient[_DocumentType]``.
+
+    ``auto_encryption_opts`` (an :class:`~greenmongo.encryption_options.AutoEncryptionOpts`) turns on automatic
+    encryption and decryption. Enabling Client Side Encryption reduces the maximum write batch size and may
+    have a negative performance impact.
     """
 
     HOST = "localhost"
@@ -198,6 +202,9 @@ class MongoClient(Watchable):
                    comment: Any = None, let: Optional[Mapping[str, Any]] = None,
                    write_concern: Any = None) -> Any:
         """The server 8.0 ``bulkWrite`` command across namespaces (CRUD "client bulk write")."""
+        if self._options.auto_encryption_opts is not None:
+            # CRUD spec (client bulk write, "Auto-Encryption"): this exact message.
+            raise InvalidOperation("bulkWrite does not currently support automatic encryption")
         core = self._core
         state = session_state(session, core)
         core.check_usable(state)

@@ -306,21 +306,6 @@ def test_corpus_explicit_encryption_of_every_type(client) -> None:
 
 # -- automatic decryption and the MongoClient wiring -----------------------------------------------------
 
-class _Events(monitoring.CommandListener):
-    def __init__(self) -> None:
-        self.started: list[Any] = []
-        self.succeeded: list[Any] = []
-
-    def started(self, event: Any) -> None:  # type: ignore[override]
-        self.started.append(event)
-
-    def succeeded(self, event: Any) -> None:  # type: ignore[override]
-        self.succeeded.append(event)
-
-    def failed(self, event: Any) -> None:
-        pass
-
-
 class Events(monitoring.CommandListener):
     def __init__(self) -> None:
         self.events: list[Any] = []
@@ -412,6 +397,35 @@ def test_bypass_query_analysis_needs_no_mongocryptd(ce, server_uri) -> None:
         assert auto._core.encrypter.engine.io.mongocryptd_client is None
         auto.db.coll.insert_one({"_id": 1, "v": ce.encrypt("secret", RAND, key_id=key_id)})
         assert auto.db.coll.find_one({"_id": 1}) == {"_id": 1, "v": "secret"}
+
+
+def test_automatic_encryption_cuts_write_batches_at_2_mib(ce, server_uri) -> None:
+    """Client Side Encryption spec, "Size limits for Write Commands": five 800 KiB documents go in batches of
+    at most 2 MiB (two, two, one); one 3 MiB document still goes, alone; bypassing automatic encryption keeps
+    the server's limits (one batch)."""
+    big = "x" * (800 * 1024)
+    for bypass, expected in ((False, [2, 2, 1]), (True, [5])):
+        events = Events()
+        opts = AutoEncryptionOpts(LOCAL, "keyvault.datakeys", bypass_query_analysis=not bypass,
+                                  bypass_auto_encryption=bypass)
+        with MongoClient(server_uri, auto_encryption_opts=opts, event_listeners=[events]) as auto:
+            auto.db.drop_collection("batches")
+            auto.db.batches.insert_many([{"_id": i, "s": big} for i in range(5)])
+            inserts = [event.command for event in events.events
+                       if isinstance(event, monitoring.CommandStartedEvent) and event.command_name == "insert"]
+            assert [len(command["documents"]) for command in inserts] == expected
+            if not bypass:
+                auto.db.batches.insert_one({"_id": "alone", "s": "y" * (3 * 1024 * 1024)})
+                assert auto.db.batches.count_documents({}) == 6
+
+
+def test_client_bulk_write_refuses_automatic_encryption(server_uri) -> None:
+    from greenmongo import InsertOne
+
+    opts = AutoEncryptionOpts(LOCAL, "keyvault.datakeys", bypass_query_analysis=True)
+    with MongoClient(server_uri, auto_encryption_opts=opts, connect=False) as auto:
+        with pytest.raises(InvalidOperation, match="^bulkWrite does not currently support automatic encryption$"):
+            auto.bulk_write([InsertOne({"x": 1}, namespace="db.coll")])
 
 
 def test_create_encrypted_collection_reports_the_fields_it_made(ce, client) -> None:

@@ -30,6 +30,15 @@ def test_split_by_message_size() -> None:
     assert list(iter_batches([25, 25, 25, 25, 60], overhead=40, limits=limits)) == [(0, 2), (2, 4), (4, 5)]
 
 
+def test_a_batch_bytes_cap_cuts_batches_but_lets_a_larger_document_go_alone() -> None:
+    """Automatic encryption's 2 MiB (Client Side Encryption spec): the cap splits, it never refuses."""
+    limits = WireLimits(max_message_size=1000)
+    sizes = [30, 30, 30, 80, 10, 10]
+    assert list(iter_batches(sizes, overhead=40, limits=limits, max_batch_bytes=60)) == [
+        (0, 2), (2, 3), (3, 4), (4, 6)]
+    assert list(iter_batches(sizes, overhead=40, limits=limits)) == [(0, 6)]
+
+
 def test_message_is_never_over_the_limit() -> None:
     limits = WireLimits(max_message_size=1000, max_write_batch_size=50)
     sizes = [(i * 37) % 200 + 5 for i in range(300)]

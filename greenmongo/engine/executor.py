@@ -13,6 +13,7 @@ afterClusterTime are decided) all wrap the same ``_attempt``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -62,6 +63,8 @@ from greenmongo.wire import reply_fields
 from greenmongo.wire.versions import WIRE_5_0
 
 _PRIMARY = ReadPreference.PRIMARY.mode
+#: Client Side Encryption spec: "The write payload MUST be split at 2MiB (2097152)" under automatic encryption.
+AUTO_ENCRYPTION_BATCH_BYTES = 2 * 1024 * 1024
 #: Replies of an auto-encrypting client are read raw (decrypted, then decoded with the operation's options).
 _RAW_REPLY: CodecOptions = CodecOptions(document_class=RawBSONDocument)
 _PLAIN: CodecOptions = CodecOptions()
@@ -323,7 +326,7 @@ class Executor:
         ``deadline`` covers them all (``run_batch`` must pass it on)."""
         run = run_batch or (lambda batch: self.execute(batch, deadline=deadline))
         while True:
-            batch = bulk.next_batch(self._current_wire_info(deadline))
+            batch = bulk.next_batch(self._for_encryption(self._current_wire_info(deadline)))
             if batch is None:
                 return
             run(batch)
@@ -336,6 +339,14 @@ class Executor:
                          if sd.is_server_type_known]
         load_balanced = description.topology_type is TopologyType.LoadBalanced
         return operation.selection_read_preference(wire_versions, load_balanced)
+
+    def _for_encryption(self, wire: WireInfo) -> WireInfo:
+        """Under automatic encryption, write batches are cut at 2 MiB before encryption grows them (Client Side
+        Encryption spec, "Size limits for Write Commands")."""
+        encrypter = self.encrypter
+        if encrypter is None or encrypter.bypass_auto_encryption:
+            return wire
+        return dataclasses.replace(wire, max_batch_bytes=AUTO_ENCRYPTION_BATCH_BYTES)
 
     def _current_wire_info(self, deadline: Deadline = LEGACY) -> WireInfo:
         """Limits for batch splitting before a server is chosen: a writable server's as the topology
@@ -411,7 +422,7 @@ class Executor:
     def _send(self, conn: CommandConnection, server: SelectedServer, operation: Operation[Any],
               read_preference: ServerMode, holder: "_SessionHolder") -> Any:
         holder.wire_version = conn.max_wire_version
-        wire = WireInfo.from_connection(conn)
+        wire = self._for_encryption(WireInfo.from_connection(conn))
         command = operation.build(wire)
         description = self._topology.description
         topology_type = description.topology_type

@@ -128,6 +128,9 @@ class WireInfo:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_write_batch_size: int = DEFAULT_MAX_WRITE_BATCH_SIZE
     address: Optional[Any] = None
+    #: Automatic encryption's cap on a write batch's statements, before encryption grows them (Client Side
+    #: Encryption spec: 2 MiB); a single larger statement still goes, alone. None: only the server's limits.
+    max_batch_bytes: Optional[int] = None
 
     @property
     def limits(self) -> WireLimits:

@@ -210,7 +210,8 @@ class BulkWrite:
                 limits = WireLimits(limits.max_bson_size + COMMAND_OVERHEAD, limits.max_message_size,
                                     limits.max_write_batch_size)
             run._plan = iter_batches(_LazySizes(run, self.encode_options), overhead=overhead, limits=limits,
-                                     acknowledged=self.acknowledged, operation=run.kind)
+                                     acknowledged=self.acknowledged, operation=run.kind,
+                                     max_batch_bytes=wire.max_batch_bytes)
         return next(run._plan)
 
     def next_batch(self, wire: WireInfo) -> Optional["BulkWriteBatch"]:

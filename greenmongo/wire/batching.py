@@ -10,7 +10,7 @@ before it encodes anything else.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from greenmongo.errors import DocumentTooLarge
 from greenmongo.wire.header import DEFAULT_MAX_MESSAGE_SIZE, HEADER_SIZE
@@ -54,12 +54,15 @@ def iter_batches(
     limits: WireLimits = WireLimits(),
     acknowledged: bool = True,
     operation: str = "insert",
+    max_batch_bytes: Optional[int] = None,
 ) -> Iterator[tuple[int, int]]:
     """Yield ``(start, end)`` index ranges covering ``document_sizes`` in order.
 
     Raises DocumentTooLarge when one document cannot fit in a message even
     alone, or, for an unacknowledged write, is over maxBsonObjectSize (an
     acknowledged write lets the server report that document's error).
+    ``max_batch_bytes`` caps the documents' total bytes per batch, but a
+    first document over it still goes alone (automatic encryption's 2 MiB).
     """
     room = limits.max_message_size - overhead
     start = 0
@@ -73,6 +76,8 @@ def iter_batches(
                 raise DocumentTooLarge(
                     f"{operation} command document too large: {size} bytes, the maximum is "
                     f"{limits.max_bson_size}")
+            if max_batch_bytes is not None and end > start and used + size > max_batch_bytes:
+                break
             if used + size > room:
                 if end == start:
                     raise DocumentTooLarge(
