@@ -181,6 +181,9 @@ KNOWN_FAILURES: dict[str, tuple[str, str]] = {
 #: The same for the cases run against the loopback load balancers in front of SecantusDB
 #: (spec/test_unified_load_balanced.py); PyMongo's evidence is recorded under "load-balanced:<case id>".
 KNOWN_FAILURES_LOAD_BALANCED: dict[str, tuple[str, str]] = {
+    f"{_CSE}/bypassAutoEncryption.json::Insert with bypassAutoEncryption": (SERVER, _ENCRYPT_SCHEMA),
+    f"{_CSE}/bypassAutoEncryption.json::Insert with bypassAutoEncryption for local schema": (SERVER, _ENCRYPT_SCHEMA),
+    f"{_CSE}/fle2v2-BypassQueryAnalysis.json::BypassQueryAnalysis decrypts": (FEATURE, _QE_COLLECTIONS),
     "retryable-writes/tests/unified/insertOne-errorLabels.json::InsertOne fails after multiple retryable "
     "writeConcernErrors": (SERVER, _WCE_TIMES),
     "retryable-writes/tests/unified/client-bulkWrite-serverErrors.json::client bulkWrite with no multi: true "
