@@ -60,6 +60,9 @@ def _get(document: Mapping[str, Any], name: str, where: str, default: Any) -> An
 def integer(document: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
     """An integer field (int32, int64 or an integral double, as some servers send counts); ``default``
     when absent (or missing-field ProtocolError if no default)."""
+    value = document.get(name)
+    if type(value) is int:  # the usual case, one exact-type test (bool and Int64 take the full path)
+        return value
     value = _get(document, name, where, default)
     if value is REQUIRED:
         return default
@@ -90,18 +93,27 @@ def _typed(container: Mapping[str, Any], name: str, where: str, default: Any, ki
 
 
 def string(document: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
+    value = document.get(name)
+    if type(value) is str:  # the usual case: one exact-type test, no call
+        return value
     return _typed(document, name, where, default, str, "a string")
 
 
 def document(container: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
     """An embedded document (any Mapping: the codec options' document class, RawBSONDocument)."""
     # collections.abc's class, not typing's alias: the same test, without the alias's
-    # __instancecheck__ indirection (this runs on every reply)
+    # __instancecheck__ indirection (this runs on every reply); a plain dict, the usual case, needs neither
+    value = container.get(name)
+    if type(value) is dict:
+        return value
     return _typed(container, name, where, default, _MappingABC, "a document")
 
 
 def array(container: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED) -> Any:
     """A BSON array (decoded as a list)."""
+    value = container.get(name)
+    if type(value) is list:
+        return value
     return _typed(container, name, where, default, list, "an array")
 
 
@@ -131,7 +143,9 @@ def strings(container: Mapping[str, Any], name: str, *, where: str = "", default
 def check_gossip(reply: Mapping[str, Any]) -> None:
     """``$clusterTime`` (a document with a Timestamp ``clusterTime``) and ``operationTime`` (a Timestamp),
     which any reply may carry and the client keeps and sends back."""
-    cluster_time = document(reply, "$clusterTime", default=None)
+    cluster_time = reply.get("$clusterTime")
+    if cluster_time is not None and type(cluster_time) is not dict:
+        cluster_time = document(reply, "$clusterTime", default=None)
     if cluster_time is not None and not isinstance(cluster_time.get("clusterTime"), Timestamp):
         raise malformed("$clusterTime.clusterTime", cluster_time.get("clusterTime"), "a Timestamp")
     operation_time = reply.get("operationTime")
