@@ -302,7 +302,7 @@ class Collection(BaseObject, Watchable):
 
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         """The first matching document or None; a non-mapping filter means ``{"_id": filter}``."""
-        if filter is not None and not isinstance(filter, abc.Mapping):
+        if filter is not None and type(filter) is not dict and not isinstance(filter, abc.Mapping):
             filter = {"_id": filter}
         if not args and kwargs.keys() <= _FIND_ONE_DIRECT_OPTIONS:
             return self._find_one_direct(filter, kwargs)

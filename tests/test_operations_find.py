@@ -6,6 +6,7 @@ import pytest
 
 from greenmongo.bson import Int64, ObjectId
 from greenmongo.bson.codec_options import CodecOptions
+from greenmongo.bson.son import SON
 from greenmongo.errors import CursorNotFound, ExecutionTimeout, InvalidOperation, NotPrimaryError, OperationFailure
 from greenmongo.operations.base import ExecutionFields, WireInfo
 from greenmongo.operations.collation import Collation, CollationStrength
@@ -112,6 +113,31 @@ def test_bad_arguments_raise_pymongo_errors():
         find(cursor_type=CursorType.EXHAUST, limit=3)
     with pytest.raises(TypeError):
         find(collation=5)
+
+
+# validated() tests the exact types first and leaves everything else to the validators: these are the
+# values that must still reach them (bool is not an int, 0/1 are not booleans, subclasses are fine).
+@pytest.mark.parametrize("options", [
+    {"skip": False}, {"limit": True}, {"batch_size": False}, {"limit": 1.0}, {"skip": "1"},
+    {"no_cursor_timeout": 0}, {"allow_partial_results": 1}, {"oplog_replay": None},
+    {"max_time_ms": True}, {"max_time_ms": "5"}, {"max_await_time_ms": 1.5}, {"allow_disk_use": 1},
+    {"filter": "x"}, {"filter": [("a", 1)]},
+], ids=repr)
+def test_every_option_of_the_wrong_type_is_refused(options):
+    with pytest.raises(TypeError):
+        find(**options)
+
+
+class _Int(int):
+    pass
+
+
+def test_subclasses_and_other_mappings_are_accepted():
+    command = body(find(filter=SON([("a", 1)]), skip=_Int(2), limit=_Int(3), batch_size=_Int(1), max_time_ms=_Int(5)))
+    assert (command["filter"], command["skip"], command["limit"], command["batchSize"], command["maxTimeMS"]) == (
+        {"a": 1}, 2, 3, 1, 5)
+    with pytest.raises(ValueError):
+        find(max_time_ms=-1)
 
 
 def test_min_max_need_a_hint():

@@ -102,20 +102,32 @@ class FindSpec:
 
     def validated(self) -> "FindSpec":
         spec = {} if self.filter is None else self.filter
-        validate_is_mapping("filter", spec)
-        validate_integer("skip", self.skip)
-        validate_integer("limit", self.limit)
-        validate_boolean("no_cursor_timeout", self.no_cursor_timeout)
+        # Exact-type tests first (every find_one runs this): only other types go to the validators,
+        # which accept subclasses and raise PyMongo's errors.
+        if type(spec) is not dict:
+            validate_is_mapping("filter", spec)
+        if type(self.skip) is not int:
+            validate_integer("skip", self.skip)
+        if type(self.limit) is not int:
+            validate_integer("limit", self.limit)
+        if self.no_cursor_timeout is not False:
+            validate_boolean("no_cursor_timeout", self.no_cursor_timeout)
         if self.cursor_type not in _CURSOR_TYPES:
             raise ValueError("not a valid value for cursor_type")
-        validate_boolean("allow_partial_results", self.allow_partial_results)
-        validate_boolean("oplog_replay", self.oplog_replay)
-        validate_integer("batch_size", self.batch_size)
+        if self.allow_partial_results is not False:
+            validate_boolean("allow_partial_results", self.allow_partial_results)
+        if self.oplog_replay is not False:
+            validate_boolean("oplog_replay", self.oplog_replay)
+        if type(self.batch_size) is not int:
+            validate_integer("batch_size", self.batch_size)
         if self.skip < 0:
             raise ValueError("skip must be >= 0")
-        validate_optional_non_negative_integer("max_time_ms", self.max_time_ms)
-        validate_optional_non_negative_integer("max_await_time_ms", self.max_await_time_ms)
-        validate_optional_boolean("allow_disk_use", self.allow_disk_use)
+        if self.max_time_ms is not None:
+            validate_optional_non_negative_integer("max_time_ms", self.max_time_ms)
+        if self.max_await_time_ms is not None:
+            validate_optional_non_negative_integer("max_await_time_ms", self.max_await_time_ms)
+        if self.allow_disk_use is not None:
+            validate_optional_boolean("allow_disk_use", self.allow_disk_use)
         if self.let is not None:
             validate_is_document_type("let", self.let)
         if self.cursor_type == CursorType.EXHAUST and self.limit:
