@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping as _MappingABC
 from typing import Any, Mapping, Optional
 
+from greenmongo.bson.int64 import Int64
 from greenmongo.bson.timestamp import Timestamp
 from greenmongo.errors import ProtocolError
 
@@ -61,7 +62,7 @@ def integer(document: Mapping[str, Any], name: str, *, where: str = "", default:
     """An integer field (int32, int64 or an integral double, as some servers send counts); ``default``
     when absent (or missing-field ProtocolError if no default)."""
     value = document.get(name)
-    if type(value) is int:  # the usual case, one exact-type test (bool and Int64 take the full path)
+    if type(value) is int or type(value) is Int64:  # the usual cases (a cursor id is an Int64); bool is not
         return value
     value = _get(document, name, where, default)
     if value is REQUIRED:
