@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import pytest
@@ -61,6 +62,17 @@ def test_equality_hashing_pickling():
     assert a == b and hash(a) == hash(b) and a != Secondary([{"a": "1"}], 90) and a != SecondaryPreferred()
     for pref in (a, Primary(), Nearest(hedge={"enabled": False})):
         assert pickle.loads(pickle.dumps(pref)) == pref
+
+
+def test_hash_is_remembered_but_not_pickled_or_copied():
+    a = Nearest([{"dc": "ny"}], 120)
+    first = hash(a)
+    assert hash(a) == first == hash(Nearest([{"dc": "ny"}], 120)) == hash(copy.copy(a))
+    state = pickle.dumps(a)
+    assert b"_hash" not in state  # a string's hash differs in another process: it must be computed there
+    assert hash(pickle.loads(state)) == first
+    # Equal preferences hash equal whichever was hashed first.
+    assert {Nearest([{"dc": "ny"}], 120): 1}[pickle.loads(state)] == 1
 
 
 @pytest.mark.parametrize("build", [

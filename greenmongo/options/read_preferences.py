@@ -62,7 +62,8 @@ def _validate_hedge(hedge: Any) -> Optional[Dict[str, Any]]:
 class ServerMode:
     """Base of the five read preferences: a mode plus optional tag sets, max staleness and hedge."""
 
-    __slots__ = ("_mode", "_tag_sets", "_max_staleness", "_hedge")
+    __slots__ = ("_mode", "_tag_sets", "_max_staleness", "_hedge", "_hash")
+    _hash: int
 
     def __init__(self, mode: int, tag_sets: Optional[TagSets] = None, max_staleness: int = -1,
                  hedge: Optional[Mapping[str, Any]] = None) -> None:
@@ -140,10 +141,18 @@ class ServerMode:
         return result if result is NotImplemented else not result
 
     def __hash__(self) -> int:
+        # Immutable, and hashed twice per operation (the topology's selection cache): computed once. Not
+        # pickled (__reduce__ rebuilds from the constructor), so no other process's string hashes leak in.
         try:
-            return hash(self._key())
+            return self._hash
+        except AttributeError:
+            pass
+        try:
+            value = hash(self._key())
         except TypeError:  # unhashable tag values
-            return hash((self._mode, self._max_staleness))
+            value = hash((self._mode, self._max_staleness))
+        self._hash = value
+        return value
 
     def __repr__(self) -> str:
         tag_sets = self.tag_sets if self._tag_sets is not None else None
