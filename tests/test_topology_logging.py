@@ -123,3 +123,24 @@ def test_truncation_and_max_document_length(monkeypatch):
     assert max_document_length() == 20
     monkeypatch.setenv("MONGODB_LOG_MAX_DOCUMENT_LENGTH", "not a number")
     assert max_document_length() == 1000
+
+
+def test_at_info_only_the_wait_is_logged(capture):
+    """An immediate selection with DEBUG off takes the short path: nothing logged, as before; one that must
+    wait still logs its INFO message, and a selection right after DEBUG is switched on logs both of its own."""
+    logging.getLogger("greenmongo.serverSelection").setLevel(logging.INFO)
+    with SimulatedTopology() as sim:
+        a, b = sim.replica_set(2, primary=None)
+        topology = make_topology([a.address])
+        try:
+            wait_until(lambda: len(topology.description.known_servers) == 2, 3, "discovery")
+            topology.select_server(SecondaryPreferred(), operation="find").end_operation()
+            with pytest.raises(ServerSelectionTimeoutError):
+                topology.select_server(is_write=True, timeout=0.2, operation="insert")
+            logging.getLogger("greenmongo.serverSelection").setLevel(logging.DEBUG)
+            topology.select_server(SecondaryPreferred(), operation="aggregate").end_operation()
+        finally:
+            topology.close()
+    kinds = [(m["message"], m.get("operation")) for m in capture.messages("greenmongo.serverSelection")]
+    assert kinds == [("Waiting for suitable server to become available", "insert"),
+                     ("Server selection started", "aggregate"), ("Server selection succeeded", "aggregate")]

@@ -395,6 +395,13 @@ class Topology:
                 operation: Optional[str], operation_id: Optional[int]) -> Server:
         """``describe_criteria()`` names what is selected, for logs and the timeout error (built only then)."""
         self.open()
+        if not self._closed and not SERVER_SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
+            # The usual case: no selection log messages (all DEBUG, but the INFO one of a wait) and a suitable
+            # server known now. Anything else (no server yet, logging on) goes the full way below.
+            server = self._choose(candidates(self._description))
+            if server is not None:
+                server.begin_operation()
+                return server
         if timeout is None:
             timeout = self._selection_timeout
         started = monotonic()
@@ -436,6 +443,8 @@ class Topology:
 
     def _choose(self, found: List[ServerDescription]) -> Optional[Server]:
         servers = self._servers
+        if len(found) == 1:  # the usual case (one primary): nothing to choose between
+            return servers.get(found[0].address)
         present = [sd for sd in found if sd.address in servers]
         chosen = choose_server(present, lambda address: servers[address].operation_count, self._rng)
         return servers.get(chosen.address) if chosen is not None else None
