@@ -15,6 +15,19 @@ from typing import Any, Mapping, Optional
 
 from greenmongo.bson.binary import UUID_SUBTYPE, Binary
 
+#: This process's id, kept current in a forked child: the pool compares it on every get and put, and
+#: ``os.getpid()`` is a system call each time.
+_pid = os.getpid()
+
+
+def _after_fork_in_child() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 class ServerSession:
     """The server's side of a session: an id, when it was last used, a transaction number."""
@@ -26,13 +39,13 @@ class ServerSession:
         self.last_use = time.monotonic()
         self.txn_number = 0
         self.dirty = False
-        self.pid = os.getpid()
+        self.pid = _pid
 
-    def timed_out(self, timeout_minutes: Optional[int]) -> bool:
-        """Within a minute of expiring on the server: not worth reusing."""
+    def timed_out(self, timeout_minutes: Optional[int], now: Optional[float] = None) -> bool:
+        """Within a minute of expiring on the server: not worth reusing. ``now``: ``time.monotonic()``."""
         if timeout_minutes is None:
             return False
-        return time.monotonic() - self.last_use > (timeout_minutes - 1) * 60
+        return (time.monotonic() if now is None else now) - self.last_use > (timeout_minutes - 1) * 60
 
 
 class ClusterClock:
@@ -56,17 +69,18 @@ class ServerSessionPool:
         self._sessions: deque[ServerSession] = deque()
 
     def get(self, timeout_minutes: Optional[int]) -> ServerSession:
-        pid = os.getpid()
+        now = time.monotonic() if timeout_minutes is not None else 0.0
         while self._sessions:
             session = self._sessions.popleft()
-            if session.pid == pid and not session.timed_out(timeout_minutes):
+            if session.pid == _pid and not session.timed_out(timeout_minutes, now):
                 return session
         return ServerSession()
 
     def put(self, session: ServerSession, timeout_minutes: Optional[int]) -> None:
-        while self._sessions and self._sessions[-1].timed_out(timeout_minutes):
+        now = time.monotonic() if timeout_minutes is not None else 0.0
+        while self._sessions and self._sessions[-1].timed_out(timeout_minutes, now):
             self._sessions.pop()  # the oldest are at the end
-        if session.dirty or session.pid != os.getpid() or session.timed_out(timeout_minutes):
+        if session.dirty or session.pid != _pid or session.timed_out(timeout_minutes, now):
             return
         self._sessions.appendleft(session)
 
