@@ -373,3 +373,18 @@ def test_wire_info_and_command_helpers():
         Command("db", {})
     with pytest.raises(ValueError):
         DocumentSequence("x", [{}], [])
+
+
+@pytest.mark.parametrize("cursor_type", [CursorType.NON_TAILABLE, CursorType.TAILABLE, CursorType.TAILABLE_AWAIT,
+                                         CursorType.EXHAUST])
+@pytest.mark.parametrize("limit, batch_size", [(0, 0), (-1, 0), (0, -2), (5, 3)])
+def test_parsed_state_matches_the_operations_cursor_flags(cursor_type, limit, batch_size):
+    """parse reads the flags straight from the spec (hot path): they must agree with the properties."""
+    if cursor_type == CursorType.EXHAUST and limit:
+        return
+    operation = find(cursor_type=cursor_type, limit=limit, batch_size=batch_size, max_await_time_ms=7)
+    state = operation.parse({"ok": 1, "cursor": {"id": Int64(9), "ns": "db.coll", "firstBatch": [{}]}}, W)
+    assert (state.tailable, state.await_data, state.exhaust) == (
+        operation.tailable, operation.await_data, cursor_type == CursorType.EXHAUST)
+    assert state.get_more_max_time_ms == (7 if operation.await_data else None)
+    assert state.needs_get_more is not operation.single_batch

@@ -277,13 +277,16 @@ class FindOperation(Operation[CursorState]):
         if reply is None:
             raise ValueError("find is always acknowledged")
         self.check_reply(reply, wire)
+        spec = self.spec
+        cursor_type = spec.cursor_type
+        await_data = cursor_type & CursorType.TAILABLE_AWAIT == CursorType.TAILABLE_AWAIT  # self.await_data
         state = CursorState.from_reply(
             reply, default_namespace=f"{self.dbname}.{self.collection}", address=wire.address,
-            limit=abs(self.spec.limit), batch_size=abs(self.spec.batch_size),
-            get_more_max_time_ms=self.spec.max_await_time_ms if self.await_data else None,
-            comment=self.spec.comment, tailable=self.tailable, await_data=self.await_data,
-            exhaust=self.spec.cursor_type == CursorType.EXHAUST, codec_options=self.codec_options)
-        if self.single_batch and not state.exhausted:
+            limit=abs(spec.limit), batch_size=abs(spec.batch_size),
+            get_more_max_time_ms=spec.max_await_time_ms if await_data else None,
+            comment=spec.comment, tailable=bool(cursor_type & CursorType.TAILABLE), await_data=await_data,
+            exhaust=cursor_type == CursorType.EXHAUST, codec_options=self.codec_options)
+        if (spec.limit < 0 or spec.batch_size < 0) and not state.exhausted:  # self.single_batch
             state.single_batch_done()
         return state
 
