@@ -351,3 +351,18 @@ def test_posing_as_replica_set_members_and_mongos() -> None:
             assert conn.hello["secondary"] is True and conn.hello["ismaster"] is False
         with connect(router, server_api=SimpleNamespace(version="1")) as conn:
             assert conn.hello["msg"] == "isdbgrid" and conn.hello["isWritablePrimary"] is True
+
+
+@pytest.mark.parametrize("size", [10, 32 * 1024 + 7, 1_500_000])
+def test_raw_documents_outlive_later_replies(server, size: int) -> None:
+    """Reply bodies are decoded from views of each reply's own buffer: a RawBSONDocument kept from one
+    reply must not change when the next ones are read."""
+    from greenmongo.bson.codec_options import CodecOptions
+    from greenmongo.bson.raw_bson import RawBSONDocument
+
+    server.on("find", lambda request: {"ok": 1, "blob": request.command["fill"] * size})
+    raw = CodecOptions(document_class=RawBSONDocument)
+    with connect(server) as conn:
+        kept = [conn.command("db", {"find": "c", "fill": fill}, codec_options=raw) for fill in "abc"]
+        assert [document["blob"] for document in kept] == [fill * size for fill in "abc"]
+        assert all(type(document.raw) is bytes for document in kept)

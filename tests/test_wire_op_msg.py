@@ -175,3 +175,21 @@ def test_decode_reply_turns_bad_bson_into_protocol_error() -> None:
 def test_empty_command_rejected() -> None:
     with pytest.raises(ValueError):
         op_msg.command_with_db({}, "db")
+
+
+def test_body_as_a_view_decodes_as_the_copy_does() -> None:
+    from greenmongo.bson.codec_options import CodecOptions
+    from greenmongo.bson.raw_bson import RawBSONDocument
+
+    document = {"ok": 1, "cursor": {"firstBatch": [{"_id": 1, "data": b"\x00" * 300}], "id": 0}}
+    payload = bytearray(op_msg.pack_op_msg(1, bson.encode(document))[16:])
+    copied = op_msg.unpack_op_msg(bytes(payload))
+    viewed = op_msg.unpack_op_msg(payload, copy_body=False)
+    assert type(copied.body) is bytes and type(viewed.body) is memoryview and viewed.body == copied.body
+    assert op_msg.decode_reply(viewed) == op_msg.decode_reply(copied) == document
+    raw = op_msg.decode_reply(viewed, CodecOptions(document_class=RawBSONDocument))
+    payload[:] = b"\xff" * len(payload)  # what was decoded holds its own bytes, not the payload's
+    assert type(raw) is RawBSONDocument and type(raw.raw) is bytes
+    assert raw["cursor"]["firstBatch"][0]["data"] == b"\x00" * 300
+    with pytest.raises(ProtocolError, match="not valid BSON"):
+        op_msg.decode_reply(op_msg.unpack_op_msg(bytearray(b"\x00" * 5 + b"\x05\x00\x00\x00\x01"), copy_body=False))

@@ -449,8 +449,9 @@ class Connection:
             opcode, payload, compressor_id = unpack_compressed(payload, max_message_size=self.max_message_size)
             raw_header = pack_header(HEADER_SIZE + len(payload), header.request_id, header.response_to, opcode)
         if opcode == OP_MSG:
+            # The payload is this reply's own buffer (never the read buffer), so the body need not be copied.
             message: Any = op_msg.unpack_op_msg(payload, header=bytes(raw_header),
-                                                verify_checksum=not self.is_tls)
+                                                verify_checksum=not self.is_tls, copy_body=False)
             if message.more_to_come and not exhaust_allowed:
                 raise ProtocolError("reply has moreToCome set, but the request did not set exhaustAllowed")
             self._exhaust_response_to = header.request_id if message.more_to_come else None

@@ -35,7 +35,8 @@ class OpMsg(NamedTuple):
     """A parsed OP_MSG: flag bits, the kind-0 body and any kind-1 sequences (all still BSON bytes)."""
 
     flags: int
-    body: bytes
+    #: bytes, or with ``unpack_op_msg(copy_body=False)`` a memoryview of the payload (the codec reads either).
+    body: Union[bytes, memoryview]
     sequences: dict[str, list[bytes]]
 
     @property
@@ -129,13 +130,15 @@ def unpack_op_msg(
     *,
     header: bytes | None = None,
     verify_checksum: bool = True,
+    copy_body: bool = True,
 ) -> OpMsg:
     """Parse the bytes after the header of an OP_MSG.
 
     A checksum, when present, is verified against ``header + payload`` if both
     ``verify_checksum`` is true and ``header`` is given; callers skip it on TLS
     connections, where the transport already guarantees integrity (the server
-    does the same).
+    does the same). ``copy_body=False``: the body is a memoryview of ``payload`` instead of a copy
+    (a reply body may be 16 MB), for a caller that owns ``payload`` and never changes it.
     """
     data = memoryview(payload)
     if len(data) < 5:
@@ -155,7 +158,7 @@ def unpack_op_msg(
             if actual != expected:
                 raise ProtocolError(f"OP_MSG checksum mismatch: computed {actual:#010x}, message says "
                                     f"{expected:#010x}")
-    body: Optional[bytes] = None
+    body: Union[bytes, memoryview, None] = None
     sequences: dict[str, list[bytes]] = {}
     position = 4
     while position < end:
@@ -169,7 +172,7 @@ def unpack_op_msg(
         if kind == 0:
             if body is not None:
                 raise ProtocolError("OP_MSG has more than one kind-0 body section")
-            body = bytes(data[position:position + size])
+            body = data[position:position + size] if not copy_body else bytes(data[position:position + size])
         elif kind == 1:
             identifier, docs_start = _read_cstring(data, position + 4, position + size)
             if identifier in sequences:
@@ -221,7 +224,7 @@ def encode_command(
 
 def decode_reply(message: OpMsg, codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
     """The decoded kind-0 body of a reply; any reply document sequences are folded in as lists."""
-    def decode(data: bytes) -> dict[str, Any]:
+    def decode(data: Union[bytes, memoryview]) -> dict[str, Any]:
         document: dict[str, Any]
         try:
             if codec_options is None:
