@@ -366,3 +366,49 @@ def test_raw_documents_outlive_later_replies(server, size: int) -> None:
         kept = [conn.command("db", {"find": "c", "fill": fill}, codec_options=raw) for fill in "abc"]
         assert [document["blob"] for document in kept] == [fill * size for fill in "abc"]
         assert all(type(document.raw) is bytes for document in kept)
+
+
+@pytest.mark.parametrize("size", [100, 300_000])
+def test_a_command_is_sent_whole_when_the_socket_buffer_is_full(size: int) -> None:
+    """The first, non-waiting send may take nothing (buffer full) or part of a command: the rest still goes,
+    after waiting, byte for byte."""
+
+    from gevent import socket as gsocket
+
+    from greenmongo.bson import decode
+    from greenmongo.net.connection import Connection
+    from greenmongo.wire.header import parse_header
+
+    ours, peer = gsocket.socketpair()
+    ours.setblocking(False)
+    filler = 0
+    while True:  # fill the kernel's buffers so that nothing more can be sent now
+        try:
+            filler += ours.send(b"\x00" * 65536, 0, 0.0)
+        except BlockingIOError:
+            break
+    ours.settimeout(5)
+    conn = Connection(ours, ("127.0.0.1", 27017), ConnectionSettings(socket_timeout=5))
+    conn.supports_op_msg = True
+    received = bytearray()
+
+    def drain() -> None:
+        while True:
+            chunk = peer.recv(1 << 20)
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    reader = gevent.spawn(drain)
+    try:
+        assert conn.command("db", {"insert": "c", "x": "y" * size}, unacknowledged=True) is None
+        conn.close()
+        ours.close()
+        reader.join(timeout=5)
+    finally:
+        reader.kill()
+        peer.close()
+    message = bytes(received[filler:])
+    header = parse_header(message[:16])
+    assert header.length == len(message) and header.opcode == OP_MSG
+    assert decode(message[21:])["x"] == "y" * size

@@ -321,7 +321,7 @@ class Connection:
         try:
             self._set_timeout(timeout)
             if message is not None:
-                self._stream.sendall(message)
+                self._send(message)
             self.last_used = time.monotonic()
             if not expect_reply:
                 return None
@@ -351,6 +351,22 @@ class Connection:
         finally:
             timer.close()
             self._deadline_expired = None
+
+    def _send(self, message: bytes) -> None:
+        """All of ``message``. A plain socket first gets one non-waiting ``send`` (timeout 0: it raises
+        instead of waiting), which takes a command whole when the kernel has room, the usual case; what is
+        left goes through ``sendall`` under the socket's timeout as before (gevent's sendall costs a
+        getsockopt system call and several Python calls per message)."""
+        stream = self._stream
+        if self.is_tls:
+            stream.sendall(message)
+            return
+        try:
+            sent = stream.send(message, 0, 0.0)
+        except BlockingIOError:
+            sent = 0
+        if sent < len(message):
+            stream.sendall(memoryview(message)[sent:])
 
     def _set_timeout(self, timeout) -> None:
         value = self.default_timeout if timeout is _UNSET else timeout
