@@ -422,7 +422,7 @@ class Executor:
     def _send(self, conn: CommandConnection, server: SelectedServer, operation: Operation[Any],
               read_preference: ServerMode, holder: "_SessionHolder") -> Any:
         holder.wire_version = conn.max_wire_version
-        wire = self._for_encryption(WireInfo.from_connection(conn))
+        wire = self._for_encryption(_connection_wire_info(conn))
         command = operation.build(wire)
         description = self._topology.description
         topology_type = description.topology_type
@@ -675,6 +675,23 @@ def _deadline_io(deadline: Deadline) -> dict[str, Any]:
     if not deadline.finite:
         return {"timeout": None}
     return {"deadline": deadline.expires, "deadline_timeout": deadline.timeout}
+
+
+#: WireInfo is immutable and a connection's limits are fixed by its handshake: one per distinct set of limits
+#: (a handful: one per server), instead of a frozen dataclass built per operation.
+_WIRE_INFOS: dict[tuple, WireInfo] = {}
+_WIRE_INFOS_MAX = 256
+
+
+def _connection_wire_info(conn: CommandConnection) -> WireInfo:
+    key = (conn.max_wire_version, conn.max_bson_size, conn.max_message_size, conn.max_write_batch_size,
+           getattr(conn, "address", None))
+    wire = _WIRE_INFOS.get(key)
+    if wire is None:
+        if len(_WIRE_INFOS) >= _WIRE_INFOS_MAX:
+            _WIRE_INFOS.clear()
+        wire = _WIRE_INFOS[key] = WireInfo.from_connection(conn)
+    return wire
 
 
 def _wire_info(description: Any) -> WireInfo:
