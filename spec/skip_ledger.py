@@ -112,11 +112,12 @@ def unified(suite: str, reason: str, category: str, why: str, files: str = "*",
     return Allowed(f"spec/test_unified_suites.py::test_unified[{suite}/{files}]", reason, category, why, when)
 
 
-def unified_lb(suite: str, reason: str, category: str, why: str, files: str = "*") -> Allowed:
+def unified_lb(suite: str, reason: str, category: str, why: str, files: str = "*",
+               when: tuple[Callable[[], bool], ...] = ()) -> Allowed:
     """An entry for cases of one unified suite folder run against the load balancers
     (spec/test_unified_load_balanced.py)."""
     return Allowed(f"spec/test_unified_load_balanced.py::test_unified_load_balanced[{suite}/{files}]", reason,
-                   category, why)
+                   category, why, when)
 
 
 def unified_format(kind: str, reason: str, category: str, why: str, files: str = "*") -> Allowed:
@@ -253,8 +254,22 @@ DEPLOYMENT_ENTRIES = [
                                                 "balancer of the load-balanced unified run takes a free one)"))),
 ]
 
+def _same_behind_the_load_balancers(entries: list[Allowed], suite: str) -> list[Allowed]:
+    """The replica-set run's entries for ``suite``, for its load-balanced run: the same reasons hold there."""
+    prefix = f"spec/test_unified_suites.py::test_unified[{suite}/"
+    return [Allowed(entry.nodes.replace("spec/test_unified_suites.py::test_unified[",
+                                        "spec/test_unified_load_balanced.py::test_unified_load_balanced[", 1),
+                    entry.reason, entry.category, entry.why, entry.when)
+            for entry in entries if entry.nodes.startswith(prefix)]
+
+
+_CSE = "client-side-encryption/tests/unified"
+
 #: The unified suites against the loopback load balancers (spec/test_unified_load_balanced.py).
 LOAD_BALANCED_ENTRIES = [
+    # Client-side encryption: what skips its cases against the replica set skips them here too.
+    *_same_behind_the_load_balancers(ENVIRONMENT_ENTRIES + REQUIREMENT_ENTRIES + DEPLOYMENT_ENTRIES, _CSE),
+    unified_lb(_CSE, _TOPOLOGY_LB, DEPLOYMENT, _WHY_TOPOLOGY_LB),
     *(unified_lb(suite, _OLDER, REQUIREMENT, _WHY_OLDER)
       for suite in ("change-streams/tests/unified", "crud/tests/unified", "retryable-writes/tests/unified",
                     "sessions/tests", "collection-management/tests", "index-management/tests",
