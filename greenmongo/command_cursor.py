@@ -183,6 +183,19 @@ class _CursorBase(Generic[DocumentT]):
             if kill is not None:
                 self._send_kill(kill, state)
 
+    def _kill_and_unpin(self, state: Optional[CursorState]) -> None:
+        """killCursors if the server may still hold the cursor, then give back a pinned connection (load
+        balanced: even when nothing was killed)."""
+        if state is None:
+            return
+        try:
+            if state.needs_kill:
+                kill = state.close()
+                if kill is not None:
+                    self._send_kill(kill, state)
+        finally:
+            release_pin(state)
+
     def _send_kill(self, kill: KillCursorsOperation, state: CursorState, release: bool = True) -> None:
         """killCursors now, in the calling greenlet; its errors are not the caller's concern. A pinned
         connection carries it and is given back after (unless ``release`` is False)."""
@@ -280,15 +293,7 @@ class _CursorBase(Generic[DocumentT]):
         """Kill the server-side cursor (if the server still holds it) and drop buffered documents."""
         self._closed = True
         self._buffer.clear()
-        state = self._state
-        try:
-            if state is not None and state.needs_kill:
-                kill = state.close()
-                if kill is not None:
-                    self._send_kill(kill, state)
-        finally:
-            if state is not None:
-                release_pin(state)  # load balanced: the connection goes back even when nothing was killed
+        self._kill_and_unpin(self._state)
         self._release_session()
 
     def __enter__(self) -> "_CursorBase[DocumentT]":

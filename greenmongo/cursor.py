@@ -27,7 +27,6 @@ from greenmongo.command_cursor import (
     join_raw_batch,
     raw_codec_options,
 )
-from greenmongo.engine.core import release_pin
 from greenmongo.engine.deadline import CursorTimeout
 from greenmongo.errors import InvalidOperation
 from greenmongo.operations.arguments import (
@@ -357,13 +356,9 @@ class Cursor(_CursorBase[Any]):
         """Forget the server cursor (killing it) so that the next iteration runs the query again."""
         state = self._state
         try:
-            if state is not None and state.needs_kill:
-                kill = state.close()
-                if kill is not None:
-                    self._send_kill(kill, state)
+            self._kill_and_unpin(state)
         finally:
             if state is not None:
-                release_pin(state)  # load balanced: a connection pinned to the old server cursor goes back
                 self._release_session()
         self._state = None
         self._buffer.clear()
