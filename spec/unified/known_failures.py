@@ -75,10 +75,15 @@ _QE_COLLECTIONS = ("Queryable Encryption's create/drop collection helpers (encry
                    "collections and the __safeContent__ index) are not built, and SecantusDB rejects "
                    "create.encryptedFields (IDLUnknownField) anyway")
 
-KNOWN_FAILURES: dict[str, tuple[str, str]] = {
+#: Client-side encryption's, the same in both deployments.
+_CSE_FAILURES: dict[str, tuple[str, str]] = {
     f"{_CSE}/bypassAutoEncryption.json::Insert with bypassAutoEncryption": (SERVER, _ENCRYPT_SCHEMA),
     f"{_CSE}/bypassAutoEncryption.json::Insert with bypassAutoEncryption for local schema": (SERVER, _ENCRYPT_SCHEMA),
     f"{_CSE}/fle2v2-BypassQueryAnalysis.json::BypassQueryAnalysis decrypts": (FEATURE, _QE_COLLECTIONS),
+}
+
+KNOWN_FAILURES: dict[str, tuple[str, str]] = {
+    **_CSE_FAILURES,
     f"{_CSOT}/runCursorCommand.json::Non-tailable cursor iteration timeoutMS is refreshed for getMore if "
     "timeoutMode is iteration - failure": (TEST_FILE, _REFRESHED_NOT_EXCEEDED),
     f"{_CSOT}/runCursorCommand.json::Tailable cursor iteration timeoutMS is refreshed for getMore - failure":
@@ -181,9 +186,7 @@ KNOWN_FAILURES: dict[str, tuple[str, str]] = {
 #: The same for the cases run against the loopback load balancers in front of SecantusDB
 #: (spec/test_unified_load_balanced.py); PyMongo's evidence is recorded under "load-balanced:<case id>".
 KNOWN_FAILURES_LOAD_BALANCED: dict[str, tuple[str, str]] = {
-    f"{_CSE}/bypassAutoEncryption.json::Insert with bypassAutoEncryption": (SERVER, _ENCRYPT_SCHEMA),
-    f"{_CSE}/bypassAutoEncryption.json::Insert with bypassAutoEncryption for local schema": (SERVER, _ENCRYPT_SCHEMA),
-    f"{_CSE}/fle2v2-BypassQueryAnalysis.json::BypassQueryAnalysis decrypts": (FEATURE, _QE_COLLECTIONS),
+    **_CSE_FAILURES,
     "retryable-writes/tests/unified/insertOne-errorLabels.json::InsertOne fails after multiple retryable "
     "writeConcernErrors": (SERVER, _WCE_TIMES),
     "retryable-writes/tests/unified/client-bulkWrite-serverErrors.json::client bulkWrite with no multi: true "
