@@ -16,24 +16,14 @@ from gevent.event import Event
 
 from greenmongo import MongoClient
 from greenmongo.errors import InvalidOperation, WaitQueueTimeoutError
-from greenmongo.pool import Pool, PoolOptions
+from greenmongo.pool import Pool
 from greenmongo.pool import diagnostics
+from tests import pool_fakes
 from tests.waits import wait_until
 
 
-class Conn:
-    def __init__(self, connection_id: int) -> None:
-        self.id = connection_id
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
-
-
 def make_pool(**options: Any) -> Pool:
-    pool = Pool(("diag.example", 27017), Conn, PoolOptions(**options))
-    pool.ready()
-    return pool
+    return pool_fakes.make_pool(("diag.example", 27017), **options)
 
 
 def hold(pool: Pool, use: Any, release: Event, name: str) -> gevent.Greenlet:

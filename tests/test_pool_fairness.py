@@ -10,22 +10,13 @@ import pytest
 
 from greenmongo.errors import WaitQueueTimeoutError
 from greenmongo.pool import Pool, PoolOptions
+from tests import pool_fakes
+from tests.pool_fakes import Conn
 from tests.waits import wait_until
 
 
-class Conn:
-    def __init__(self, connection_id: int) -> None:
-        self.id = connection_id
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
-
-
 def make_pool(**options: Any) -> Pool:
-    pool = Pool(("fair", 27017), Conn, PoolOptions(**options))
-    pool.ready()
-    return pool
+    return pool_fakes.make_pool(("fair", 27017), **options)
 
 
 @pytest.mark.parametrize("max_pool_size", [1, 3])

@@ -56,7 +56,35 @@ _HELLO_NAMES = frozenset({"hello", "ismaster"})
 _MAX_MESSAGE = 48_000_000 + 16 * 1024
 
 
-class LoadBalancer:
+class _Endpoint:
+    """What both kinds of load balancer show: a context manager, an address and the client's URI."""
+
+    host: str
+    port: int
+
+    def start(self) -> Any:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    @property
+    def uri(self) -> str:
+        """The connection string a load-balanced client uses (SINGLE_/MULTI_MONGOS_LB_URI)."""
+        return f"mongodb://{self.host}:{self.port}/?loadBalanced=true"
+
+
+class LoadBalancer(_Endpoint):
     """A TCP proxy to ``backend`` presenting ``services`` services, round robin per connection."""
 
     def __init__(self, backend: tuple[str, int], services: int = 1, *, add_service_id: bool = True,
@@ -86,20 +114,6 @@ class LoadBalancer:
         for pair in list(self._pairs):
             pair.close()
 
-    def __enter__(self) -> "LoadBalancer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return self.host, self.port
-
-    @property
-    def uri(self) -> str:
-        """The connection string a load-balanced client uses (SINGLE_/MULTI_MONGOS_LB_URI)."""
-        return f"mongodb://{self.host}:{self.port}/?loadBalanced=true"
 
     @property
     def open_connections(self) -> int:
@@ -244,7 +258,7 @@ def _recv_exactly(sock: Any, count: int) -> Optional[bytes]:
     return b"".join(chunks)
 
 
-class LoadBalancerProcess:
+class LoadBalancerProcess(_Endpoint):
     """The same load balancer in a subprocess of its own: for a client that blocks the OS thread (PyMongo
     unpatched, the unified runner's evidence peer), which would otherwise starve an in-process proxy."""
 
@@ -291,19 +305,6 @@ class LoadBalancerProcess:
                 pass
             process.wait(5)
 
-    def __enter__(self) -> "LoadBalancerProcess":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return self.host, self.port
-
-    @property
-    def uri(self) -> str:
-        return f"mongodb://{self.host}:{self.port}/?loadBalanced=true"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
