@@ -124,8 +124,28 @@ class TestRun:
             self._assert_events()
             self._assert_outcome()
             passed = True
+        except Exception as exc:
+            add_note = getattr(exc, "add_note", None)  # Python 3.11+
+            if add_note is not None:
+                add_note(self._observed_commands())
+            raise
         finally:
             self._clean_up(passed)
+
+    def _observed_commands(self) -> str:
+        """What each client was seen sending, for a failure's report: a rare failure under load is then
+        explained by its own run (a retried statement, an error reply) instead of needing a rerun."""
+        lines = ["commands the clients observed:"]
+        for client_id, recorder in self.entities.recorders.items():
+            for name, event in recorder.observed:
+                if not name.startswith("command"):
+                    continue
+                command = getattr(event, "command", None) or {}
+                detail = {key: command[key] for key in ("txnNumber", "startTransaction") if key in command}
+                failure = getattr(event, "failure", None)
+                lines.append(f"  {client_id} {name} {event.command_name} {detail or ''}"
+                             f"{' ' + str(failure)[:200] if failure else ''}".rstrip())
+        return "\n".join(lines) if len(lines) > 1 else "no command events were observed"
 
     def _check_requirements(self) -> None:
         if self.test.get("skipReason"):

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from tests.servers.secantus import free_port
+from tests.servers.secantus import free_port, listens
 from tests.servers.tls_certs import make_ca, make_cert
 from tests.waits import wait_until
 
@@ -51,6 +51,8 @@ class KmipServer:
         def listening() -> bool:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"the KMIP server exited: {self.log_tail()}")
+            if self.process is not None and listens(self.process.pid, self.port) is False:
+                return False  # another process's listener on the port is not our server
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
             except OSError:

@@ -25,9 +25,42 @@ _HEADER = struct.Struct("<iiii")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port free now: another process may take it before our server binds it (see ``listens``)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def listens(pid: int, port: int) -> Optional[bool]:
+    """Whether process ``pid`` holds the TCP listener on ``port`` (None where /proc cannot tell).
+
+    A server started on a ``free_port()`` that another test process took meanwhile exits with
+    "Address already in use", but until it does, connecting to the port reaches the *other* process's
+    server: a test would then share its data with another pass's tests (CI once saw a duplicate key
+    that way). Asking who owns the listener closes that window.
+    """
+    try:
+        inodes = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+        with open("/proc/net/tcp") as table:
+            next(table)
+            for line in table:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
+                    return True
+    except (OSError, StopIteration, IndexError, ValueError):
+        return None
+    return False
+
+
+class PortTaken(RuntimeError):
+    """The server could not bind its port: another process took it after ``free_port()``."""
 
 
 def executable() -> str:
@@ -82,6 +115,7 @@ class SecantusServer:
         storage_path: str = ":memory:",
     ) -> None:
         self.host = host
+        self._fixed_port = port is not None
         self.port = port or free_port(host)
         self.args = [executable(), "--host", host, "--port", str(self.port),
                      "--storage-path", storage_path, "--enable-test-commands", "--log-level", "WARNING"]
@@ -108,6 +142,22 @@ class SecantusServer:
         return f"mongodb://{self.host}:{self.port}/"
 
     def start(self, timeout: float = 30.0) -> "SecantusServer":
+        for attempt in range(3):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                if self._fixed_port or attempt == 2:
+                    raise
+                self._move_to(free_port(self.host))
+        raise AssertionError("unreachable")
+
+    def _move_to(self, port: int) -> None:
+        self.args[self.args.index("--port") + 1] = str(port)
+        self.port = port
+        self._log.seek(0)
+        self._log.truncate()
+
+    def _start(self, timeout: float) -> "SecantusServer":
         self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=self._log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
         try:
@@ -124,7 +174,11 @@ class SecantusServer:
     def _wait_until_listening(self, timeout: float) -> None:
         def listening() -> bool:
             if self.process.poll() is not None:
-                raise RuntimeError(f"secantusd-py exited with {self.process.returncode}: {self.log_tail()}")
+                tail = self.log_tail()
+                error = PortTaken if "Address already in use" in tail else RuntimeError
+                raise error(f"secantusd-py exited with {self.process.returncode}: {tail}")
+            if listens(self.process.pid, self.port) is False:
+                return False  # not (yet) ours, whoever answers on the port
             try:
                 socket.create_connection(self.address, timeout=0.5).close()
                 return True
