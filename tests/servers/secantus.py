@@ -75,14 +75,22 @@ def executable() -> str:
 
 def raw_command(host: str, port: int, command: dict, timeout: float = 2.0) -> dict:
     """One OP_MSG round trip on a plain blocking socket: independent of the driver under test."""
-    body = b"\x00\x00\x00\x00" + b"\x00" + bson.encode(command)
     with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(_HEADER.pack(16 + len(body), 1, 0, _OP_MSG) + body)
-        header = _recv_exactly(sock, 16)
-        length, _request_id, response_to, opcode = _HEADER.unpack(header)
-        if opcode != _OP_MSG or response_to != 1:
-            raise RuntimeError(f"unexpected reply header opcode={opcode} responseTo={response_to}")
-        payload = _recv_exactly(sock, length - 16)
+        send_command(sock, command)
+        return read_reply(sock)
+
+
+def send_command(sock: socket.socket, command: dict) -> None:
+    body = b"\x00\x00\x00\x00" + b"\x00" + bson.encode(command)
+    sock.sendall(_HEADER.pack(16 + len(body), 1, 0, _OP_MSG) + body)
+
+
+def read_reply(sock: socket.socket) -> dict:
+    header = _recv_exactly(sock, 16)
+    length, _request_id, response_to, opcode = _HEADER.unpack(header)
+    if opcode != _OP_MSG or response_to != 1:
+        raise RuntimeError(f"unexpected reply header opcode={opcode} responseTo={response_to}")
+    payload = _recv_exactly(sock, length - 16)
     # flags (4 bytes) + section kind 0 + document
     return bson.decode(payload[5:])
 
