@@ -58,6 +58,20 @@ def rss_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def trimmed_rss() -> tuple[int, int]:
+    """Resident memory before and after glibc's ``malloc_trim(0)`` (which hands freed heap back to the
+    system): a growth that the trim takes back was the allocator keeping freed memory, not live objects."""
+    import ctypes
+    import ctypes.util
+
+    before = rss_bytes()
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        return before, before
+    return before, rss_bytes()
+
+
 # -- the proxy, in a child process --------------------------------------------------------------------------------
 
 def fault_plan(seed: int, minutes: float) -> Any:
@@ -110,6 +124,7 @@ class Soak:
         self.inc_failed = [0] * COUNTERS
         self.stepdowns: Counter = Counter()
         self.rss: list = []  # (seconds, bytes)
+        self.blocks: list = []  # (seconds, Python's allocated memory blocks): live objects, not the heap's size
         self.sessions_out = 0
         self.warm_snapshot: Any = None
 
@@ -194,6 +209,7 @@ class Soak:
             gevent.sleep(10)
             now = time.monotonic() - began
             self.rss.append((now, rss_bytes()))
+            self.blocks.append((now, sys.getallocatedblocks()))
             if self.args.tracemalloc and self.warm_snapshot is None and now >= self.args.warmup:
                 self.warm_snapshot = tracemalloc.take_snapshot()
             if int(now) % 60 < 10:
@@ -201,7 +217,8 @@ class Soak:
                 p99 = lat[int(0.99 * (len(lat) - 1))] if lat else 0.0
                 self.p99s.append(p99)
                 print(f"{now / 60:5.1f} min  ops {sum(self.minute_outcomes.values()):6d}  "
-                      f"{dict(self.minute_outcomes)}  p99 {p99 * 1000:.0f} ms  rss {self.rss[-1][1] / 2**20:.1f} MiB",
+                      f"{dict(self.minute_outcomes)}  p99 {p99 * 1000:.0f} ms  rss {self.rss[-1][1] / 2**20:.1f} MiB  "
+                      f"blocks {self.blocks[-1][1]}",
                       flush=True)
                 self.latencies = []
                 self.minute_outcomes = Counter()
@@ -286,6 +303,8 @@ def main() -> int:
         gevent.joinall(lanes, timeout=60)
         gevent.killall(helpers)
         stuck = sum(1 for glet in lanes if not glet.dead)
+        gc.collect()
+        rss_untrimmed, rss_trimmed = trimmed_rss()
         proxy.send_signal(signal.SIGUSR1)  # faults off
         after = Counter()
         for n in range(50):
@@ -313,6 +332,9 @@ def main() -> int:
 
     warm = [rss for t, rss in soak.rss if t >= args.warmup]
     growth = (warm[-1] - warm[0]) / warm[0] * 100 if len(warm) >= 2 else float("nan")
+    warm_blocks = [count for t, count in soak.blocks if t >= args.warmup]
+    blocks_growth = ((warm_blocks[-1] - warm_blocks[0]) / warm_blocks[0] * 100 if len(warm_blocks) >= 2
+                     else float("nan"))
     total = sum(v for k, v in soak.outcomes.items() if not k.startswith("wrong"))
     figures = {
         "minutes": args.minutes, "greenlets": args.greenlets, "operations": total,
@@ -320,6 +342,9 @@ def main() -> int:
         "p99_ms_per_minute": [round(p * 1000) for p in soak.p99s],
         "rss_mib_after_warmup": round(warm[0] / 2**20, 1) if warm else None,
         "rss_mib_end": round(warm[-1] / 2**20, 1) if warm else None, "rss_growth_pct": round(growth, 2),
+        "python_blocks_growth_pct": round(blocks_growth, 2),
+        "rss_mib_lanes_done": round(rss_untrimmed / 2**20, 1),
+        "rss_mib_after_malloc_trim": round(rss_trimmed / 2**20, 1),
         "inserts_attempted": soak.attempted_inserts, "problems": problems, "after_faults": dict(after),
         "lanes_stuck": stuck, "pools_not_at_rest": at_rest, "leaked_greenlets": len(leaked),
         "sessions_not_returned": soak.sessions_out,

@@ -87,6 +87,15 @@ class ConfigurationError(GreenMongoError):
     """Bad options, URI or credentials, found before any I/O."""
 
 
+class _OptionTypeError(ConfigurationError, TypeError):
+    """A keyword option of the wrong type: PyMongo raises TypeError there, so code that catches it keeps
+    working (and ConfigurationError, greenmongo's own, still catches it too)."""
+
+
+class _OptionValueError(ConfigurationError, ValueError):
+    """A keyword option's value out of bounds or not one it takes: PyMongo's ValueError (see above)."""
+
+
 class InvalidURI(ConfigurationError):
     """A connection string that does not parse."""
 

@@ -363,3 +363,65 @@ def test_legacy_date_forms(pm: ModuleType) -> None:
     assert pm_json.loads('{"d": {"$date": 1234}}', json_options=canonical)
     with pytest.raises(ValueError):
         json_util.loads('{"d": {"$date": 1234}}', json_options=json_util.CANONICAL_JSON_OPTIONS)
+
+
+# =============================================================================
+# Behaviour: a bad keyword option raises what PyMongo raises
+# =============================================================================
+
+#: Where PyMongo's exception class is an accident of its implementation, not a choice: most values
+#: given to datetime_conversion, a string to zlibCompressionLevel or srv_host_validator are TypeErrors
+#: there only because of how the value is looked up, and a list or dict given as readPreference is a
+#: ValueError where for every other named choice it is a TypeError. Ours are still ConfigurationErrors.
+_OPTION_ERROR_ACCIDENTS = {("datetime_conversion", "object"), ("datetime_conversion", "float"),
+                           ("datetime_conversion", "str"), ("datetime_conversion", "list"),
+                           ("datetime_conversion", "dict"), ("zlibCompressionLevel", "str"),
+                           ("srv_host_validator", "str"), ("readPreference", "list"),
+                           ("readPreference", "dict")}
+
+
+def _error_kind(module: ModuleType, name: str, value: Any) -> str:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            module.MongoClient("mongodb://localhost", connect=False, **{name: value}).close()
+        except TypeError:
+            return "TypeError"
+        except ValueError:
+            return "ValueError"
+        except Exception as exc:  # noqa: BLE001 - any other class is compared by name
+            return type(exc).__name__
+    return "accepted"
+
+
+def test_bad_keyword_options_raise_pymongos_type_or_value_error(pm: ModuleType) -> None:
+    # Code written for PyMongo catches TypeError / ValueError around MongoClient(...): ours are those
+    # and ConfigurationError at once.
+    from greenmongo.options.validators import OPTIONS
+
+    compared = 0
+    mismatched = []
+    for option in OPTIONS:
+        for value in (object(), -1, 1.5, "bogus", True, [], {}, "5", 0):
+            theirs = _error_kind(pm, option.name, value)
+            if theirs not in ("TypeError", "ValueError"):
+                continue
+            mine = _error_kind(greenmongo, option.name, value)
+            if mine == "accepted" or (option.name, type(value).__name__) in _OPTION_ERROR_ACCIDENTS:
+                continue
+            compared += 1
+            if mine != theirs:
+                mismatched.append((option.name, value, theirs, mine))
+    assert compared > 400
+    assert mismatched == []
+    with pytest.raises(ConfigurationError) as raised:
+        greenmongo.MongoClient("mongodb://localhost", connect=False, maxPoolSize=-1)
+    assert isinstance(raised.value, ValueError) and "maxPoolSize" in str(raised.value)
+    with pytest.raises(ConfigurationError) as raised:
+        greenmongo.MongoClient("mongodb://localhost", connect=False, appname=5)
+    assert isinstance(raised.value, TypeError)
+    with pytest.raises(ConfigurationError) as raised:  # an unknown option: a ConfigurationError alone, as there
+        greenmongo.MongoClient("mongodb://localhost", connect=False, no_such_option=1)
+    assert not isinstance(raised.value, (TypeError, ValueError))

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.driver_info import DriverInfo, DriverInfoChain
-from greenmongo.errors import ConfigurationError
+from greenmongo.errors import ConfigurationError, _OptionTypeError, _OptionValueError
 from greenmongo.monitoring import registered_listeners
 from greenmongo.options import rules
 from greenmongo.options.builders import read_concern_from, read_preference_from, write_concern_from
@@ -46,6 +46,17 @@ from greenmongo.options.validators import InvalidOptionValue, validate_python_op
 from greenmongo.options.write_concern import WriteConcern
 
 Address = tuple[str, Optional[int]]
+
+
+def keyword_option_error(exc: InvalidOptionValue, value: Any) -> ConfigurationError:
+    """The error for a bad keyword option: a ConfigurationError that is also PyMongo's TypeError (a value of
+    the wrong type) or ValueError (a string it does not take, a number out of bounds); an unknown option's
+    name is a plain ConfigurationError, as in PyMongo."""
+    if exc.unknown:
+        return ConfigurationError(exc.described())
+    if (isinstance(value, str) and not exc.wrong_type) or exc.out_of_range:
+        return _OptionValueError(exc.described())
+    return _OptionTypeError(exc.described())
 
 DEFAULT_HOST = "localhost"
 DEFAULT_CONNECT_TIMEOUT_MS = 20_000
@@ -121,7 +132,7 @@ class ClientOptions:
             try:
                 name, value = validate_python_option(key, value, reporter.warning)
             except InvalidOptionValue as exc:  # the caller's own argument: its value may be shown
-                raise ConfigurationError(exc.described()) from None
+                raise keyword_option_error(exc, value) from None
             options[name] = value
         if options.get("username") is not None:
             username = options["username"]
@@ -171,8 +182,10 @@ class ClientOptions:
                      for name in names if self._get(name) is not None}
         try:
             return CodecOptions(**arguments)
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError(f"Invalid codec options: {exc}") from None
+        except TypeError as exc:
+            raise _OptionTypeError(f"Invalid codec options: {exc}") from None
+        except ValueError as exc:
+            raise _OptionValueError(f"Invalid codec options: {exc}") from None
 
     def _build_tls(self) -> Any:
         if not self._get("tls", False):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Mapping, Optional, Sequence, TypeVar
 
 from greenmongo.bson.binary import UuidRepresentation
 from greenmongo.bson.datetime_ms import DatetimeConversion
@@ -26,9 +26,14 @@ class InvalidOptionValue(ValueError):
     """A value this option cannot take. ``str()`` says why without the value; ``described()`` adds the
     value for messages about keyword arguments (never about connection string text)."""
 
-    def __init__(self, message: str, shown: str = "") -> None:
+    def __init__(self, message: str, shown: str = "", *, out_of_range: bool = False, unknown: bool = False) -> None:
         super().__init__(message)
         self.shown = shown
+        self.unknown = unknown  # not an option at all
+        self.wrong_type = False  # set where even a string value is of the wrong type (options taking objects)
+        #: A value outside the option's bounds or choices (a negative pool size, an unknown mode): PyMongo
+        #: raises ValueError for those, TypeError for a keyword value of the wrong type.
+        self.out_of_range = out_of_range
 
     def described(self) -> str:
         return f"{self}, not {self.shown}" if self.shown else str(self)
@@ -113,7 +118,7 @@ class Integer(Kind):
             return value
         if (self.minimum is not None and value < self.minimum) or (
                 self.maximum is not None and value > self.maximum):
-            raise InvalidOptionValue(f"{name} must be {self.describe}", shown=repr(value))
+            raise InvalidOptionValue(f"{name} must be {self.describe}", shown=repr(value), out_of_range=True)
         return value
 
     def from_text(self, name: str, text: str, warn: Warn) -> int:
@@ -163,7 +168,12 @@ class Choice(Kind):
     def from_python(self, name: str, value: Any, warn: Warn) -> Any:
         if not isinstance(value, (str, bool)) and value in self.python_values:
             return value
-        return super().from_python(name, value, warn)
+        try:
+            return super().from_python(name, value, warn)
+        except InvalidOptionValue as exc:
+            # Not one of the choices: PyMongo's ValueError, whatever the type (but a list or dict: TypeError).
+            exc.out_of_range = isinstance(value, Hashable)
+            raise
 
 
 class WriteConcernW(Kind):
@@ -183,7 +193,7 @@ class WriteConcernW(Kind):
     def from_python(self, name: str, value: Any, warn: Warn) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 0:
-                raise InvalidOptionValue(f"{name} must be {self.describe}", shown=str(value))
+                raise InvalidOptionValue(f"{name} must be {self.describe}", shown=str(value), out_of_range=True)
             return value
         if isinstance(value, str):
             return value
@@ -254,9 +264,9 @@ class TagSets(Kind):
                 elif isinstance(tag_set, Mapping):
                     sets.append(dict(tag_set))
                 else:
-                    raise InvalidOptionValue(f"{name} entries must be documents")
+                    raise InvalidOptionValue(f"{name} entries must be documents", out_of_range=True)
             return sets
-        raise InvalidOptionValue(f"{name} must be {self.describe}")
+        raise InvalidOptionValue(f"{name} must be {self.describe}", out_of_range=True)
 
 
 #: Mechanism properties that hold secrets (redacted in reprs and messages).
@@ -322,7 +332,11 @@ class PythonOnly(Kind):
         raise InvalidOptionValue(f"{name} cannot be given in a connection string")
 
     def from_python(self, name: str, value: Any, warn: Warn) -> Any:
-        return self.check(name, value)
+        try:
+            return self.check(name, value)
+        except InvalidOptionValue as exc:
+            exc.wrong_type = not exc.out_of_range  # these take objects: even a string is of the wrong type
+            raise
 
 
 def _optional_string(name: str, value: Any) -> Optional[str]:
@@ -588,7 +602,7 @@ def validate_python_option(key: str, value: Any, warn: Warn) -> tuple[str, Any]:
     if option is None:
         renamed = DEPRECATED.get(key.lower())
         if renamed is None:
-            raise InvalidOptionValue(f"Unknown option {key!r}")
+            raise InvalidOptionValue(f"Unknown option {key!r}", unknown=True)
         warn(f'Option "{key}" is deprecated, use "{renamed}"')
         option = BY_KEY[renamed.lower()]
     if value is None:  # as in PyMongo: an explicit None leaves the option unset (or "no limit")
