@@ -58,6 +58,16 @@ def rss_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def greenlet_stacks() -> tuple[int, int]:
+    """(live greenlets, bytes of C stack they hold on the heap): a greenlet switched out deep in a call
+    (waiting for a connection, say) keeps a copy of its stack slice, which tracemalloc does not see and
+    which grows with how many greenlets wait, and how deep, not with time."""
+    from tests.api_support import live_greenlets
+
+    glets = live_greenlets()
+    return len(glets), sum(getattr(glet, "_stack_saved", 0) for glet in glets)
+
+
 def trimmed_rss() -> tuple[int, int]:
     """Resident memory before and after glibc's ``malloc_trim(0)`` (which hands freed heap back to the
     system): a growth that the trim takes back was the allocator keeping freed memory, not live objects."""
@@ -125,6 +135,7 @@ class Soak:
         self.stepdowns: Counter = Counter()
         self.rss: list = []  # (seconds, bytes)
         self.blocks: list = []  # (seconds, Python's allocated memory blocks): live objects, not the heap's size
+        self.stacks: list = []  # (seconds, live greenlets, bytes of their saved C stacks)
         self.sessions_out = 0
         self.warm_snapshot: Any = None
 
@@ -210,6 +221,7 @@ class Soak:
             now = time.monotonic() - began
             self.rss.append((now, rss_bytes()))
             self.blocks.append((now, sys.getallocatedblocks()))
+            self.stacks.append((now, *greenlet_stacks()))
             if self.args.tracemalloc and self.warm_snapshot is None and now >= self.args.warmup:
                 self.warm_snapshot = tracemalloc.take_snapshot()
             if int(now) % 60 < 10:
@@ -218,7 +230,7 @@ class Soak:
                 self.p99s.append(p99)
                 print(f"{now / 60:5.1f} min  ops {sum(self.minute_outcomes.values()):6d}  "
                       f"{dict(self.minute_outcomes)}  p99 {p99 * 1000:.0f} ms  rss {self.rss[-1][1] / 2**20:.1f} MiB  "
-                      f"blocks {self.blocks[-1][1]}",
+                      f"blocks {self.blocks[-1][1]}  greenlet stacks {self.stacks[-1][2] / 2**20:.1f} MiB",
                       flush=True)
                 self.latencies = []
                 self.minute_outcomes = Counter()
@@ -343,6 +355,7 @@ def main() -> int:
         "rss_mib_after_warmup": round(warm[0] / 2**20, 1) if warm else None,
         "rss_mib_end": round(warm[-1] / 2**20, 1) if warm else None, "rss_growth_pct": round(growth, 2),
         "python_blocks_growth_pct": round(blocks_growth, 2),
+        "greenlet_stacks_mib_per_minute": [round(stack / 2**20, 1) for t, n, stack in soak.stacks if int(t) % 60 < 10],
         "rss_mib_lanes_done": round(rss_untrimmed / 2**20, 1),
         "rss_mib_after_malloc_trim": round(rss_trimmed / 2**20, 1),
         "inserts_attempted": soak.attempted_inserts, "problems": problems, "after_faults": dict(after),
