@@ -204,8 +204,9 @@ class Collection(BaseObject, Watchable):
                                          bypass_document_validation=bypass_document_validation, comment=comment,
                                          write_concern=self._write_concern_for(session),
                                          codec_options=self._codec_options)
-        self._run_bulk(bulk, session)
-        return bulk.insert_many_result()
+        with self._core.operation_span():
+            self._run_bulk(bulk, session)
+            return bulk.insert_many_result()
 
     def bulk_write(self, requests: Sequence[Any], ordered: bool = True,
                    bypass_document_validation: Optional[bool] = None, session: Optional[ClientSession] = None,
@@ -224,8 +225,9 @@ class Collection(BaseObject, Watchable):
                 require_acknowledged_for("Collation", False)
             if any(model.uses_array_filters for model in bulk.models):
                 require_acknowledged_for("arrayFilters", False)
-        self._run_bulk(bulk, session)
-        return bulk.result()
+        with self._core.operation_span():
+            self._run_bulk(bulk, session)
+            return bulk.result()
 
     # -- updates and deletes ---------------------------------------------------------------------
 

@@ -222,11 +222,12 @@ class MongoClient(Watchable):
             # The batch's reply is a cursor over per-operation results: the core drains it.
             core.drain(core.execute(batch, session=state, deadline=deadline), batch.record_results, deadline)
 
-        try:
-            core.execute_batches(bulk, state, run, deadline)
-        except Exception as exc:
-            bulk.fail(exc)  # raises ClientBulkWriteException with the partial result, or exc itself
-        return bulk.result()
+        with core.operation_span():
+            try:
+                core.execute_batches(bulk, state, run, deadline)
+            except Exception as exc:
+                bulk.fail(exc)  # raises ClientBulkWriteException with the partial result, or exc itself
+            return bulk.result()
 
     def _change_stream(self, options: WatchOptions, session: Optional[ClientSession]) -> ClusterChangeStream:
         """The aggregate runs on the admin database, with allChangesForCluster (server 4.0+)."""

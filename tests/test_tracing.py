@@ -254,3 +254,33 @@ def test_without_opentelemetry_greenmongo_imports_and_tracing_names_the_extra():
     assert out.returncode == 0, out.stderr
     assert "refused:" in out.stdout and "greenmongo[otel]" in out.stdout
     assert out.stdout.strip().endswith("False")
+
+
+@pytest.mark.server
+def test_a_bulk_write_of_several_batches_is_one_operation_span(server_uri, exporter, clients):
+    # insert_many cut into batches (maxWriteBatchSize), then bulk_write with a write error: one driver
+    # operation each, so one operation span each, every batch's command span nested in it, and the
+    # BulkWriteError (raised after the last batch) recorded on the operation's span.
+    from greenmongo import InsertOne
+    from greenmongo.errors import BulkWriteError
+
+    client = MongoClient(server_uri, tracing={"enabled": True})
+    clients.append(client)
+    client.otel_db.bulk.drop()
+    limit = client.otel_db.command("hello")["maxWriteBatchSize"]
+    exporter.clear()
+    client.otel_db.bulk.insert_many([{"_id": n} for n in range(limit + 5)])
+    (operation,) = _spans(exporter, "insert otel_db.bulk")
+    commands = _spans(exporter, "insert")
+    assert len(commands) == 2
+    assert all(command.parent.span_id == operation.context.span_id for command in commands)
+    assert operation.status.is_ok
+
+    exporter.clear()
+    with pytest.raises(BulkWriteError):
+        client.otel_db.bulk.bulk_write([InsertOne({"_id": -1}), InsertOne({"_id": 0})], ordered=False)
+    (operation,) = _spans(exporter, "insert otel_db.bulk")
+    (command,) = _spans(exporter, "insert")
+    assert command.parent.span_id == operation.context.span_id
+    assert not operation.status.is_ok
+    assert operation.attributes["exception.type"] == "greenmongo.errors.BulkWriteError"

@@ -21,7 +21,7 @@ from collections import deque
 from typing import Any, Callable, Iterable, Optional
 
 from greenmongo.engine.deadline import LEGACY, Deadline
-from greenmongo.engine.executor import Executor
+from greenmongo.engine.executor import Executor, OperationSpan
 from greenmongo.engine.server_session import ClusterClock, ServerSession, ServerSessionPool
 from greenmongo.engine.session_state import SessionState
 from greenmongo.errors import InvalidOperation
@@ -100,6 +100,11 @@ class ClientCore:
         self.check_usable(session, deadline)
         return self.executor.execute(operation, address=address, read_preference=read_preference, session=session,
                                      deadline=deadline)
+
+    def operation_span(self) -> OperationSpan:
+        """``with core.operation_span():`` the commands of one driver operation (a bulk write's batches) share
+        one OpenTelemetry operation span (no-op unless the client traces)."""
+        return self.executor.operation_span()
 
     def execute_batches(self, bulk: Any, session: Optional[SessionState] = None,
                         run_batch: Optional[Callable[[Any], Any]] = None, deadline: Deadline = LEGACY) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
+from contextvars import ContextVar
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from greenmongo.bson import CodecOptions, RawBSONDocument
@@ -135,7 +136,10 @@ class Executor:
         holder = _SessionHolder(self._sessions, session, deadline)
         tracer = self._tracer
         if tracer is not None:
-            return self._execute_traced(tracer, operation, address, read_preference, holder, pin)
+            scope = _OPERATION_SPAN.get()
+            if scope is None or scope.executor is not self:
+                return self._execute_traced(tracer, operation, address, read_preference, holder, pin)
+            holder.span = scope.span_for(operation, session)  # one of the commands of a larger operation
         try:
             result = self._execute(operation, address, read_preference, holder, pin)
         except BaseException:
@@ -146,6 +150,11 @@ class Executor:
         else:
             holder.release()
         return result
+
+    def operation_span(self) -> "OperationSpan":
+        """``with executor.operation_span():`` one OpenTelemetry operation span for every command run in the
+        block (insert_many's and bulk_write's batches, a client bulkWrite's getMores); nothing untraced."""
+        return OperationSpan(self)
 
     def _execute_traced(self, tracer: Any, operation: Operation[Any], address: Optional[Address],
                         read_preference: Optional[ServerMode], holder: "_SessionHolder", pin: Any) -> Any:
@@ -593,6 +602,43 @@ class Executor:
             self._clock.advance(cluster_time)
         if session is not None:
             session.observe_reply(reply)
+
+
+class OperationSpan:
+    """One driver operation's span over several ``execute`` calls (OpenTelemetry spec: a span for every
+    driver operation, its commands nested in it): opened with the first command, so that it is named after
+    it ("insert db.coll"), and ended, with the block's error, when the block ends. A class, not a generator:
+    a gevent.Timeout landing in a generator-based context manager breaks ``ContextVar.reset`` (gevent#1930).
+    Per greenlet (a ContextVar), and per executor: another client's commands in the block (a key vault's)
+    keep their own spans."""
+
+    __slots__ = ("executor", "_span", "_attached", "_reset")
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self._span: Any = None
+        self._attached: Any = None
+        self._reset: Any = None
+
+    def span_for(self, operation: Operation[Any], session: Optional[SessionState]) -> Any:
+        if self._span is None:
+            self._span, self._attached = self.executor._tracer.start_operation(operation, session)
+        return self._span
+
+    def __enter__(self) -> "OperationSpan":
+        if self.executor._tracer is not None:
+            self._reset = _OPERATION_SPAN.set(self)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], traceback: Any) -> None:
+        if self._reset is None:
+            return
+        _OPERATION_SPAN.reset(self._reset)
+        if self._span is not None:
+            self.executor._tracer.end_operation(self._span, self._attached, exc)
+
+
+_OPERATION_SPAN: ContextVar[Optional[OperationSpan]] = ContextVar("greenmongo_operation_span", default=None)
 
 
 class _RetryNotPossible(Exception):

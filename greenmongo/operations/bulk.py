@@ -331,6 +331,11 @@ class BulkWriteBatch(Operation[Optional[Mapping[str, Any]]]):
         return self.run.kind
 
     @property
+    def collection(self) -> str:
+        """The bulk write's collection (its operation span's name: "insert db.coll")."""
+        return self.bulk.collection
+
+    @property
     def acknowledged(self) -> bool:
         return self.write_concern.acknowledged
 
