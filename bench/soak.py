@@ -270,16 +270,26 @@ def main() -> int:
     parser.add_argument("--tracemalloc", type=int, default=0, metavar="N",
                         help="trace allocations; at the end print the N source lines whose memory grew most "
                              "since the warm-up ended (slower; for finding what grows)")
+    parser.add_argument("--driver", choices=("greenmongo", "pymongo"), default="greenmongo",
+                        help="pymongo: PyMongo 4.20 under monkey.patch_all(), the same workload, for comparison "
+                             "(the pool and session checks read greenmongo's internals: not measured there)")
     parser.add_argument("--proxy", nargs=3, metavar=("HOST", "PORT", "REPORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.proxy:
         proxy_main(args.proxy[0], int(args.proxy[1]), args.seed, args.minutes, args.proxy[2])
         return 0
+    if args.driver == "pymongo":
+        from gevent import monkey
+
+        monkey.patch_all()
+
+    import importlib
 
     import gevent
     from gevent import subprocess
 
-    import greenmongo
+    driver = importlib.import_module(args.driver)
+    ours = args.driver == "greenmongo"
     from tests.servers.secantus import SecantusServer
     from tests.api_support import live_greenlets, pool_at_rest
     from tests.waits import poll
@@ -296,8 +306,9 @@ def main() -> int:
         baseline = live_greenlets()
         if args.tracemalloc:
             tracemalloc.start(1)
-        soak = Soak(greenmongo, uri, server.uri, args)
-        soak.count_sessions()
+        soak = Soak(driver, uri, server.uri, args)
+        if ours:
+            soak.count_sessions()
         soak.seed()
         soak.client.admin.command("ping")
         began = time.monotonic()
@@ -323,10 +334,12 @@ def main() -> int:
             try:
                 soak.db.after.insert_one({"_id": n})
                 after["ok" if soak.db.after.find_one({"_id": n}) == {"_id": n} else "wrong"] += 1
-            except greenmongo.errors.PyMongoError as exc:
+            except driver.errors.PyMongoError as exc:
                 after[type(exc).__name__] += 1
-        poll(lambda: not pool_at_rest(soak.client), timeout=10)  # the last check-ins land
-        at_rest = pool_at_rest(soak.client)
+        at_rest = None
+        if ours:
+            poll(lambda: not pool_at_rest(soak.client), timeout=10)  # the last check-ins land
+            at_rest = pool_at_rest(soak.client)
         soak.client.close()
         problems = soak.check()
         soak.direct.close()
@@ -360,7 +373,7 @@ def main() -> int:
         "rss_mib_after_malloc_trim": round(rss_trimmed / 2**20, 1),
         "inserts_attempted": soak.attempted_inserts, "problems": problems, "after_faults": dict(after),
         "lanes_stuck": stuck, "pools_not_at_rest": at_rest, "leaked_greenlets": len(leaked),
-        "sessions_not_returned": soak.sessions_out,
+        "sessions_not_returned": soak.sessions_out if ours else None, "driver": args.driver,
     }
     print(json.dumps(figures, indent=1, default=str))
     if args.json:
