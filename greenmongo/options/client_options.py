@@ -58,6 +58,7 @@ def keyword_option_error(exc: InvalidOptionValue, value: Any) -> ConfigurationEr
         return _OptionValueError(exc.described())
     return _OptionTypeError(exc.described())
 
+
 DEFAULT_HOST = "localhost"
 DEFAULT_CONNECT_TIMEOUT_MS = 20_000
 DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 30_000

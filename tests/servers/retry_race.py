@@ -4,7 +4,7 @@
 insert (same ``lsid`` and ``txnNumber``) on two connections before reading either reply, as happens when a
 fault proxy stalls a request past the driver's socket timeout and then delivers it while the driver's retry
 runs. MongoDB checks a session out to one operation at a time, so the second waits and answers with the
-first one's result; a server that does not serialises them answers one with a duplicate key error.
+first one's result; a server that does not serialise them answers one with a duplicate key error.
 No driver is involved (plain sockets): this is the evidence for the soak's (bench/soak.py)
 DuplicateKeyErrors after its stepdowns and stalls.
 """

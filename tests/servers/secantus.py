@@ -36,8 +36,8 @@ def listens(pid: int, port: int) -> Optional[bool]:
 
     A server started on a ``free_port()`` that another test process took meanwhile exits with
     "Address already in use", but until it does, connecting to the port reaches the *other* process's
-    server: a test would then share its data with another pass's tests (CI once saw a duplicate key
-    that way). Asking who owns the listener closes that window.
+    server: a test would then share its data with another pass's tests (a duplicate key on a collection
+    it has just emptied is what that looks like). Asking who owns the listener closes that window.
     """
     try:
         inodes = set()
@@ -48,12 +48,15 @@ def listens(pid: int, port: int) -> Optional[bool]:
                 continue
             if target.startswith("socket:["):
                 inodes.add(target[8:-1])
-        with open("/proc/net/tcp") as table:
-            next(table)
-            for line in table:
-                fields = line.split()
-                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
-                    return True
+        for table_path in ("/proc/net/tcp", "/proc/net/tcp6"):
+            if not os.path.exists(table_path):
+                continue
+            with open(table_path) as table:
+                next(table)
+                for line in table:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
+                        return True
     except (OSError, StopIteration, IndexError, ValueError):
         return None
     return False
