@@ -55,8 +55,8 @@ def test_listens_tells_our_listener_from_another_process() -> None:
 
 @pytest.mark.server
 def test_server_on_a_port_another_process_took_moves_to_a_free_one() -> None:
-    # The window CI once fell into: free_port() handed out a port that a server of another pass then
-    # held. A connect succeeds there, but it reaches the other server; ours must move instead.
+    # The window a CI failure may have fallen into: free_port() handed out a port that a server of another pass
+    # then held. A connect succeeds there, but it reaches the other server; ours must move instead.
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
