@@ -19,7 +19,8 @@ against the server directly (not through the proxy):
 and the faults the proxy injected, by kind. The client connects directly (the server's hello names its own
 address, not the proxy's), so writes during a stepdown's seconds as a secondary fail with NotPrimaryError:
 there is no other member to wait for. Run by hand (``python bench/soak.py --minutes 30``; ``--driver pymongo``
-for PyMongo under patch_all); the figures go in the closing note. Nothing here is asserted by CI: the smoke test runs it for a few seconds.
+for PyMongo under patch_all); the figures go in the closing note. Nothing here is asserted by CI: the smoke test
+runs it for a few seconds.
 """
 
 from __future__ import annotations
