@@ -17,6 +17,7 @@ from greenmongo.bson import STANDARD, CodecOptions
 from greenmongo.encryption import Algorithm, ClientEncryption
 from greenmongo.errors import EncryptionError
 from tests.servers.kmip import KmipServer
+from tests.waits import wait_until
 
 pytest.importorskip("kmip", reason="PyKMIP (the test extra) is not installed")
 
@@ -134,3 +135,22 @@ def test_a_thousand_greenlets_encrypt_and_decrypt_without_blocking_the_hub(clien
     assert all(worker.successful() for worker in workers)
     worst = max(slices.get(worker, 0.0) for worker in workers)
     assert worst < 0.010, f"a greenlet held the hub for {worst * 1000:.1f} ms of CPU"
+
+
+def test_stop_leaves_no_process_of_the_kmip_server(tmp_path) -> None:
+    # PyKMIP forks a policy directory monitor: stopping the server alone left it running, orphaned, one per run.
+    server = KmipServer(tmp_path).start()
+    group = server.process.pid  # the server leads its own process group
+    try:
+        assert os.getpgid(group) == group
+    finally:
+        server.stop()
+
+    def group_gone() -> bool:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        return False  # a killed member not reaped yet by its new parent still counts
+
+    wait_until(group_gone, 10, "a process of the KMIP server's group outlived stop()")

@@ -8,6 +8,7 @@ required client certificate, as the drivers' KMIP test server (drivers-evergreen
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -46,7 +47,8 @@ class KmipServer:
         root = Path(__file__).resolve().parents[2]
         self.process = subprocess.Popen([sys.executable, "-m", "tests.servers.kmip", str(self.directory),
                                          str(self.port)], cwd=root, stdout=subprocess.DEVNULL,
-                                        stderr=open(self.directory / "kmip-stderr.log", "wb"))
+                                        stderr=open(self.directory / "kmip-stderr.log", "wb"),
+                                        start_new_session=True)
 
         def listening() -> bool:
             if self.process is not None and self.process.poll() is not None:
@@ -69,11 +71,16 @@ class KmipServer:
 
     def stop(self) -> None:
         # Killed, not terminated: PyKMIP's graceful shutdown waits ~10 s for its accept loop; nothing of it
-        # outlives the test (its database is in ``directory``).
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        self.process = None
+        # outlives the test (its database is in ``directory``). The whole process group: PyKMIP forks a policy
+        # directory monitor, which a kill of the server alone leaves running, orphaned.
+        process, self.process = self.process, None
+        if process is None:
+            return
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(10)
 
     def environment(self) -> dict[str, str]:
         """The variables the unified runner reads (spec/unified/encryption.py)."""
