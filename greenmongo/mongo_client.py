@@ -92,7 +92,7 @@ class MongoClient(Watchable):
         except BaseException:
             self._core.close()
             raise
-        self._core.encrypter = self._core.executor.encrypter = encrypter
+        self._core.encrypter = encrypter
 
     # -- configuration -------------------------------------------------------------------
 

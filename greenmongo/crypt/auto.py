@@ -16,31 +16,45 @@ Command Monitoring").
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Optional
 
 from greenmongo.bson import CodecOptions, RawBSONDocument, decode, encode
 from greenmongo.crypt.engine import AutoEngine, mongocrypt_options
 from greenmongo.crypt.io import PLAIN, new_io
 from greenmongo.crypt.mongocryptd import Spawner
-from greenmongo.operations.base import Command
+from greenmongo.operations.base import Command, WireInfo
 
 #: Replies of auto-encrypting clients are read raw, decrypted, then decoded with the operation's options.
 RAW_REPLY: CodecOptions = CodecOptions(document_class=RawBSONDocument)
-#: The spec's reduced write batch limit under automatic encryption (libmongocrypt grows commands).
+#: Client Side Encryption spec: "The write payload MUST be split at 2MiB (2097152)" (libmongocrypt grows commands).
 MAX_ENCRYPTED_BATCH_BYTES = 2 * 1024 * 1024
 
 
 class AutoEncrypter:
-    """The executor's view of automatic encryption: encrypt a Command, decrypt a raw reply."""
+    """The executor's view of automatic encryption (``engine.protocols.AutoEncryption``): encrypt a Command
+    before its started event, read its reply raw, show it still encrypted, decrypt it after the succeeded
+    event."""
+
+    reply_codec_options = RAW_REPLY
 
     def __init__(self, engine: AutoEngine, internal_client: Optional[Any]) -> None:
         self.engine = engine
         self.bypass_auto_encryption = engine.bypass_auto_encryption
         self._internal_client = internal_client
 
+    def batch_wire_info(self, wire: WireInfo) -> WireInfo:
+        """Write batches cut at 2 MiB before encryption grows them (spec, "Size limits for Write Commands");
+        with encryption bypassed, the server's limits only."""
+        if self.bypass_auto_encryption:
+            return wire
+        return dataclasses.replace(wire, max_batch_bytes=MAX_ENCRYPTED_BATCH_BYTES)
+
     def encrypt_command(self, command: Command) -> Command:
-        """The command with its fields encrypted; sequences are folded into the body (libmongocrypt
-        takes one document)."""
+        """The command with its fields encrypted (unchanged when encryption is bypassed); sequences are folded
+        into the body (libmongocrypt takes one document)."""
+        if self.bypass_auto_encryption:
+            return command
         document: dict[str, Any] = dict(command.body)
         for sequence in command.sequences:
             document[sequence.identifier] = [RawBSONDocument(data) for data in sequence.encoded]
@@ -48,8 +62,14 @@ class AutoEncrypter:
         return Command(command.dbname, decode(encrypted, PLAIN), acknowledged=command.acknowledged,
                        exhaust_allowed=False)
 
-    def decrypt_reply(self, reply: bytes) -> bytes:
-        return self.engine.decrypt(reply)
+    @staticmethod
+    def shown_reply(raw: Optional[RawBSONDocument]) -> Optional[dict[str, Any]]:
+        """The reply as command monitoring and tracing see it: still encrypted."""
+        return None if raw is None else decode(raw.raw, PLAIN)
+
+    def decrypt_reply(self, raw: Optional[RawBSONDocument], codec_options: CodecOptions) -> Optional[dict[str, Any]]:
+        """The reply decrypted, decoded with the operation's codec options."""
+        return None if raw is None else decode(self.engine.decrypt(raw.raw), codec_options)
 
     def close(self) -> None:
         self.engine.close()

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from greenmongo.engine.deadline import LEGACY, Deadline
 from greenmongo.engine.executor import Executor, OperationSpan
+from greenmongo.engine.protocols import AutoEncryption
 from greenmongo.engine.server_session import ClusterClock, ServerSession, ServerSessionPool
 from greenmongo.engine.session_state import SessionState
 from greenmongo.errors import InvalidOperation
@@ -57,8 +58,7 @@ class ClientCore:
         self._pending_pins: deque[tuple[Optional[KillCursorsOperation], Any]] = deque()
         self.server_sessions = ServerSessionPool()
         self.clock = ClusterClock()
-        #: Automatic encryption (``crypt.auto.AutoEncrypter``), set by a MongoClient with auto_encryption_opts.
-        self.encrypter: Any = None
+        self._encrypter: Optional[AutoEncryption] = None
         self._new_topology()
         _LIVE_CORES.add(self)
 
@@ -71,7 +71,7 @@ class ClientCore:
                                  max_adaptive_retries=options.max_adaptive_retries,
                                  enable_overload_retargeting=bool(options.enable_overload_retargeting),
                                  tracer=self.tracer)
-        self.executor.encrypter = self.encrypter
+        self.executor.encrypter = self._encrypter
 
     # -- the guard every operation passes ---------------------------------------------------
 
@@ -100,6 +100,16 @@ class ClientCore:
         self.check_usable(session, deadline)
         return self.executor.execute(operation, address=address, read_preference=read_preference, session=session,
                                      deadline=deadline)
+
+    @property
+    def encrypter(self) -> Optional[AutoEncryption]:
+        """Automatic encryption (``crypt.auto.AutoEncrypter``), set by a MongoClient with auto_encryption_opts;
+        the executor (rebuilt after a fork) always runs with this one."""
+        return self._encrypter
+
+    @encrypter.setter
+    def encrypter(self, encrypter: Optional[AutoEncryption]) -> None:
+        self._encrypter = self.executor.encrypter = encrypter
 
     def operation_span(self) -> OperationSpan:
         """``with core.operation_span():`` the commands of one driver operation (a bulk write's batches) share
@@ -287,8 +297,8 @@ class ClientCore:
         if on_hub(self._hub):
             self._flush_kills()
         self.topology.close()
-        if self.encrypter is not None:
-            self.encrypter.close()
+        if self._encrypter is not None:
+            self._encrypter.close()
 
     def after_fork(self) -> None:
         """In a forked child: drop the parent's monitors, pools and sockets; reconnect on first use.

@@ -13,16 +13,14 @@ afterClusterTime are decided) all wrap the same ``_attempt``.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
 from contextvars import ContextVar
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from greenmongo.bson import CodecOptions, RawBSONDocument
-from greenmongo.bson import decode as bson_decode
 from greenmongo.engine.deadline import LEGACY, Deadline
 from greenmongo.engine.protocols import (
+    AutoEncryption,
     ClusterTimeSource,
     CommandConnection,
     SelectedServer,
@@ -64,11 +62,6 @@ from greenmongo.wire import reply_fields
 from greenmongo.wire.versions import WIRE_5_0
 
 _PRIMARY = ReadPreference.PRIMARY.mode
-#: Client Side Encryption spec: "The write payload MUST be split at 2MiB (2097152)" under automatic encryption.
-AUTO_ENCRYPTION_BATCH_BYTES = 2 * 1024 * 1024
-#: Replies of an auto-encrypting client are read raw (decrypted, then decoded with the operation's options).
-_RAW_REPLY: CodecOptions = CodecOptions(document_class=RawBSONDocument)
-_PLAIN: CodecOptions = CodecOptions()
 
 
 def read_preference_field(topology_type: TopologyType, server_type: ServerType, read_preference: Optional[ServerMode],
@@ -112,7 +105,7 @@ class Executor:
         self._command_listeners: Sequence[Any] = tuple(
             listener for listener in listeners if isinstance(listener, CommandListener))
         #: Automatic encryption (``crypt.auto.AutoEncrypter``) of a client with auto_encryption_opts.
-        self.encrypter: Any = None
+        self.encrypter: Optional[AutoEncryption] = None
 
     @property
     def topology(self) -> Any:
@@ -350,12 +343,9 @@ class Executor:
         return operation.selection_read_preference(wire_versions, load_balanced)
 
     def _for_encryption(self, wire: WireInfo) -> WireInfo:
-        """Under automatic encryption, write batches are cut at 2 MiB before encryption grows them (Client Side
-        Encryption spec, "Size limits for Write Commands")."""
+        """The limits write batches are cut by: automatic encryption lowers them."""
         encrypter = self.encrypter
-        if encrypter is None or encrypter.bypass_auto_encryption:
-            return wire
-        return dataclasses.replace(wire, max_batch_bytes=AUTO_ENCRYPTION_BATCH_BYTES)
+        return wire if encrypter is None else encrypter.batch_wire_info(wire)
 
     def _current_wire_info(self, deadline: Deadline = LEGACY) -> WireInfo:
         """Limits for batch splitting before a server is chosen: a writable server's as the topology
@@ -458,8 +448,12 @@ class Executor:
             # carries them, getMore and transaction statements included (Stable API spec).
             command.body.update(server_api_fields(server_api))
         encrypter = self.encrypter
+        codec_options = operation.codec_options
         if encrypter is not None:
-            return self._send_encrypted(encrypter, conn, command, operation, wire, deadline, session, holder)
+            # Encrypted before its started event, its reply read raw and decrypted after its succeeded event:
+            # events and spans show ciphertext (Client Side Encryption spec, "Interaction with Command Monitoring").
+            command = encrypter.encrypt_command(command)
+            codec_options = encrypter.reply_codec_options
         listeners = self._command_listeners
         logging_on = COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
         holder.sent = True
@@ -470,9 +464,8 @@ class Executor:
         if not listeners and not logging_on and tracer is None:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
                                  check=False, unacknowledged=not command.acknowledged,
-                                 codec_options=operation.codec_options, apply_server_api=False, **io)
-            self._observe(reply, session)
-            return operation.parse(reply, wire)
+                                 codec_options=codec_options, apply_server_api=False, **io)
+            return self._parsed(reply, operation, wire, session)
         monitor = None
         if listeners or logging_on:
             monitor = CommandMonitor(self._topology.topology_id, conn, command, listeners, logging_on)
@@ -483,56 +476,31 @@ class Executor:
         try:
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
                                  check=False, unacknowledged=not command.acknowledged,
-                                 codec_options=operation.codec_options, apply_server_api=False, **io)
+                                 codec_options=codec_options, apply_server_api=False, **io)
         except BaseException as exc:
             if monitor is not None and isinstance(exc, Exception):
                 monitor.failed(exc)
             if span is not None:
                 tracer.end_command(span, error=exc)
             raise
+        shown = reply if encrypter is None else encrypter.shown_reply(reply)
         if monitor is not None:
-            monitor.finished(reply)
+            monitor.finished(shown)
         if span is None:
-            self._observe(reply, session)
-            return operation.parse(reply, wire)
+            return self._parsed(reply, operation, wire, session)
         try:
-            self._observe(reply, session)
-            result = operation.parse(reply, wire)
+            result = self._parsed(reply, operation, wire, session)
         except BaseException as exc:
-            tracer.end_command(span, reply, exc)
+            tracer.end_command(span, shown, exc)
             raise
-        tracer.end_command(span, reply)
+        tracer.end_command(span, shown)
         return result
 
-    def _send_encrypted(self, encrypter: Any, conn: CommandConnection, command: Command,
-                        operation: Operation[Any], wire: WireInfo, deadline: Any, session: Optional[SessionState],
-                        holder: "_SessionHolder") -> Any:
-        """A command of an auto-encrypting client: encrypted before its started event (unless encryption is
-        bypassed), its reply read raw and decrypted after its succeeded event, so events show ciphertext."""
-        if not encrypter.bypass_auto_encryption:
-            command = encrypter.encrypt_command(command)
-        listeners = self._command_listeners
-        logging_on = COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
-        holder.sent = True
-        io = _deadline_io(deadline)
-        monitor = CommandMonitor(self._topology.topology_id, conn, command, listeners, logging_on) \
-            if listeners or logging_on else None
-        if monitor is not None:
-            monitor.started()
-        try:
-            raw: Any = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
-                               check=False, unacknowledged=not command.acknowledged, codec_options=_RAW_REPLY,
-                               apply_server_api=False,
-                               request_id=monitor.request_id if monitor is not None else None, **io)
-        except Exception as exc:
-            if monitor is not None:
-                monitor.failed(exc)
-            raise
-        reply = None if raw is None else bson_decode(raw.raw, _PLAIN)
-        if monitor is not None:
-            monitor.finished(reply)
-        if raw is not None:
-            reply = bson_decode(encrypter.decrypt_reply(raw.raw), operation.codec_options)
+    def _parsed(self, reply: Any, operation: Operation[Any], wire: WireInfo, session: Optional[SessionState]) -> Any:
+        """The operation's result from its reply (decrypted first under automatic encryption)."""
+        encrypter = self.encrypter
+        if encrypter is not None:
+            reply = encrypter.decrypt_reply(reply, operation.codec_options)
         self._observe(reply, session)
         return operation.parse(reply, wire)
 

@@ -25,13 +25,14 @@ if TYPE_CHECKING:
     from greenmongo.bson.objectid import ObjectId
     from greenmongo.engine.server_session import ServerSession
     from greenmongo.engine.session_state import SessionState
+    from greenmongo.operations.base import Command, WireInfo
     from greenmongo.options.connection_settings import ConnectionSettings
     from greenmongo.options.read_preferences import ServerMode
     from greenmongo.sdam.server_description import ServerDescription
     from greenmongo.sdam.topology_description import TopologyDescription
 
-__all__ = ["Address", "ClusterTimeSource", "CommandConnection", "PinnedConnection", "SelectedServer", "ServerSelector",
-           "ServerSessionSource", "SessionSource"]
+__all__ = ["Address", "AutoEncryption", "ClusterTimeSource", "CommandConnection", "PinnedConnection", "SelectedServer",
+           "ServerSelector", "ServerSessionSource", "SessionSource"]
 
 
 class ServerSessionSource(Protocol):
@@ -140,3 +141,21 @@ class ServerSelector(Protocol):
 
     def select_server_by_address(self, address: Address, *, operation: Optional[str] = None,
                                  deadline: Optional[float] = None) -> SelectedServer: ...
+
+
+class AutoEncryption(Protocol):
+    """What the executor asks of automatic encryption (``crypt.auto.AutoEncrypter``): the rules that are
+    encryption's (batch size, how replies are read and shown) stay there."""
+
+    #: How the reply is read off the wire: raw, for ``shown_reply`` and ``decrypt_reply``.
+    reply_codec_options: "CodecOptions"
+
+    def batch_wire_info(self, wire: "WireInfo") -> "WireInfo": ...
+
+    def encrypt_command(self, command: "Command") -> "Command": ...
+
+    def shown_reply(self, raw: Any) -> Optional[Mapping[str, Any]]: ...
+
+    def decrypt_reply(self, raw: Any, codec_options: "CodecOptions") -> Optional[Mapping[str, Any]]: ...
+
+    def close(self) -> None: ...

@@ -278,15 +278,14 @@ class FindOperation(Operation[CursorState]):
             raise ValueError("find is always acknowledged")
         self.check_reply(reply, wire)
         spec = self.spec
-        cursor_type = spec.cursor_type
-        await_data = cursor_type & CursorType.TAILABLE_AWAIT == CursorType.TAILABLE_AWAIT  # self.await_data
+        await_data = self.await_data
         state = CursorState.from_reply(
             reply, default_namespace=f"{self.dbname}.{self.collection}", address=wire.address,
             limit=abs(spec.limit), batch_size=abs(spec.batch_size),
             get_more_max_time_ms=spec.max_await_time_ms if await_data else None,
-            comment=spec.comment, tailable=bool(cursor_type & CursorType.TAILABLE), await_data=await_data,
-            exhaust=cursor_type == CursorType.EXHAUST, codec_options=self.codec_options)
-        if (spec.limit < 0 or spec.batch_size < 0) and not state.exhausted:  # self.single_batch
+            comment=spec.comment, tailable=self.tailable, await_data=await_data,
+            exhaust=spec.cursor_type == CursorType.EXHAUST, codec_options=self.codec_options)
+        if self.single_batch and not state.exhausted:
             state.single_batch_done()
         return state
 
