@@ -46,6 +46,7 @@ from greenmongo.monitoring.pool import (
 from tests.api_support import PoolRecorder, Recorder
 from tests.servers.secantus import SecantusServer, start_with_users
 from tests.test_csot import SLACK, Timed, fail_point
+from spec.unified.encryption import LOCAL_MASTER_KEY
 
 pytestmark = pytest.mark.server
 
@@ -186,7 +187,6 @@ def test_prose_3_client_encryption(internal: MongoClient, clients: list, server_
     pytest.skip("CSOT prose 3: not reliable yet: in this module's session one of the three cases in about two "
                 "runs sees its key vault command not blocked by the fail point (or a second find after the "
                 "timeout), though the same steps time out every time in a process of their own; not understood")
-    import base64
 
     from greenmongo.bson import STANDARD, CodecOptions
     from greenmongo.encryption import Algorithm, ClientEncryption
@@ -201,8 +201,7 @@ def test_prose_3_client_encryption(internal: MongoClient, clients: list, server_
     key_vault_client = prose_client(server_uri, recorder, timeoutMS=100)
     clients.append(key_vault_client)
     connect(key_vault_client)
-    local = base64.b64decode("Mng0NCt4ZHVUYUJCa1kxNkVyNUR1QURhZ2h2UzR2d2RrZzh0cFBwM3R6NmdWMDFBMUN3YkQ5aXRRMkhG"
-                             "RGdQV09wOGVNYUMxT2k3NjZKelhaQmRCZGJkTXVyZG9uSjFk")
+    local = LOCAL_MASTER_KEY
     with ClientEncryption({"local": {"key": local}}, "keyvault.datakeys", key_vault_client,
                           CodecOptions(uuid_representation=STANDARD)) as client_encryption:
         deterministic = Algorithm.AEAD_AES_256_CBC_HMAC_SHA_512_Deterministic

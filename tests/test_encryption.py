@@ -23,12 +23,12 @@ from greenmongo.bson.json_options import JSONOptions
 from greenmongo.encryption import Algorithm, ClientEncryption, QueryType
 from greenmongo.encryption_options import AutoEncryptionOpts, RangeOpts
 from greenmongo.errors import ConfigurationError, EncryptedCollectionError, EncryptionError, InvalidOperation
+from spec.unified.encryption import LOCAL_MASTER_KEY
 
 SPEC_DIR = pathlib.Path(os.environ.get("GREENMONGO_SPEC_DIR", pathlib.Path(__file__).parents[2] / "shared"
                                        / "specifications")) / "client-side-encryption"
 #: The spec's local master key (client-side-encryption.md, "kmsProviders").
-LOCAL_KEY = base64.b64decode("Mng0NCt4ZHVUYUJCa1kxNkVyNUR1QURhZ2h2UzR2d2RrZzh0cFBwM3R6NmdWMDFBMUN3YkQ5aXRRMkhGRGd"
-                             "QV09wOGVNYUMxT2k3NjZKelhaQmRCZGJkTXVyZG9uSjFk")
+LOCAL_KEY = LOCAL_MASTER_KEY
 LOCAL = {"local": {"key": LOCAL_KEY}}
 OPTS = CodecOptions(uuid_representation=STANDARD)
 DET = Algorithm.AEAD_AES_256_CBC_HMAC_SHA_512_Deterministic

@@ -14,13 +14,14 @@ from spec.unified.outcomes import NotSupported
 _STATE_NAMES = {1: "none", 2: "starting", 3: "in_progress", 4: "committed", 5: "committed", 6: "aborted"}
 
 
-def _pymongo_csfle() -> Optional[dict]:
+def _pymongo_csfle() -> dict:
+    """PyMongo's encryption classes, or {} without pymongocrypt."""
     try:
         import pymongocrypt  # noqa: F401
         from pymongo.encryption import ClientEncryption
         from pymongo.encryption_options import AutoEncryptionOpts
     except ImportError:
-        return None
+        return {}
     return {"ClientEncryption": ClientEncryption, "AutoEncryptionOpts": AutoEncryptionOpts}
 
 
@@ -74,6 +75,7 @@ def load() -> DriverAdapter:
     def session_dirty(session: Any) -> bool:
         return bool(session._server_session.dirty)
 
+    csfle = _pymongo_csfle()
     return DriverAdapter(
         name="pymongo",
         version=pymongo.version,
@@ -134,9 +136,9 @@ def load() -> DriverAdapter:
             "waitQueueMultiple": "PyMongo has no waitQueueMultiple",
         },
         # Client-side encryption, as PyMongo offers it with pymongocrypt installed (its encryption extra).
-        csfle_available=_pymongo_csfle() is not None,
-        ClientEncryption=(_pymongo_csfle() or {}).get("ClientEncryption"),
-        AutoEncryptionOpts=(_pymongo_csfle() or {}).get("AutoEncryptionOpts"),
+        csfle_available=bool(csfle),
+        ClientEncryption=csfle.get("ClientEncryption"),
+        AutoEncryptionOpts=csfle.get("AutoEncryptionOpts"),
         codec_options_standard=bson.CodecOptions(uuid_representation=bson.binary.STANDARD),
         # CSOT: pymongo.timeout only. PyMongo 4.20 has no Database/Collection timeoutMS, no session
         # defaultTimeoutMS and no timeoutMode (its cursors read the enclosing pymongo.timeout block at
