@@ -193,3 +193,35 @@ def test_body_as_a_view_decodes_as_the_copy_does() -> None:
     assert raw["cursor"]["firstBatch"][0]["data"] == b"\x00" * 300
     with pytest.raises(ProtocolError, match="not valid BSON"):
         op_msg.decode_reply(op_msg.unpack_op_msg(bytearray(b"\x00" * 5 + b"\x05\x00\x00\x00\x01"), copy_body=False))
+
+
+@pytest.mark.parametrize("flags", [0, op_msg.FLAG_MORE_TO_COME, op_msg.FLAG_EXHAUST_ALLOWED])
+def test_encode_body_shortcut_builds_the_same_bytes_as_pack_op_msg(flags: int) -> None:
+    body = {"find": "c", "filter": {"_id": 1}, "$db": "test"}
+    assert op_msg.encode_body(3, body, flags=flags) == op_msg.pack_op_msg(3, bson.encode(body), flags=flags)
+    # With a checksum, sequences or an unknown required bit it goes the long way, which judges them.
+    assert op_msg.encode_body(3, body, flags=flags, checksum=True) == op_msg.pack_op_msg(
+        3, bson.encode(body), flags=flags, checksum=True)
+    with pytest.raises(ValueError, match="unknown required"):
+        op_msg.encode_body(3, body, flags=flags | 1 << 5)
+
+
+def test_plain_reply_body_takes_only_a_flagless_single_body_reply() -> None:
+    document = {"ok": 1.0, "n": 2}
+    plain = op_msg.pack_op_msg(1, bson.encode(document))[16:]
+    view = op_msg.plain_reply_body(plain)
+    assert view is not None and op_msg.decode_body(view) == document
+    others = [
+        op_msg.pack_op_msg(1, bson.encode(document), checksum=True)[16:],                    # checksum
+        op_msg.pack_op_msg(1, bson.encode(document), flags=op_msg.FLAG_MORE_TO_COME)[16:],   # moreToCome
+        op_msg.pack_op_msg(1, bson.encode(document), [("docs", [bson.encode({})])])[16:],    # a sequence
+        plain + b"\x00",                                                                      # size mismatch
+        plain[:9],                                                                            # too short
+    ]
+    for payload in others:
+        assert op_msg.plain_reply_body(payload) is None, payload
+
+
+def test_decode_body_turns_bad_bson_into_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match="not valid BSON"):
+        op_msg.decode_body(b"\x05\x00\x00\x00\x01")

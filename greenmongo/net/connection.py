@@ -247,8 +247,9 @@ class Connection:
                 flags |= op_msg.FLAG_MORE_TO_COME
             if exhaust_allowed:
                 flags |= op_msg.FLAG_EXHAUST_ALLOWED
-            message = op_msg.encode_command(request_id, body, dbname, sequences=sequences, flags=flags,
-                                            checksum=self.settings.send_checksums, codec_options=codec_options)
+            body["$db"] = dbname  # on our own copy: the command is copied once
+            message = op_msg.encode_body(request_id, body, sequences=sequences, flags=flags,
+                                         checksum=self.settings.send_checksums, codec_options=codec_options)
         else:
             if sequences:
                 body.update({name: [RawBSONDocument(doc) if type(doc) is bytes else doc for doc in docs]
@@ -325,8 +326,7 @@ class Connection:
             self.last_used = time.monotonic()
             if not expect_reply:
                 return None
-            reply = self._receive(request_id, exhaust_allowed=exhaust_allowed)
-            document = reply.document(codec_options)  # inside the guard: garbage BSON closes too
+            document = self._receive_document(request_id, exhaust_allowed, codec_options)
             self.last_used = time.monotonic()
             return document
         except BaseException as exc:
@@ -453,12 +453,32 @@ class Connection:
             received += taken
         return out
 
-    def _receive(self, expected_response_to: Optional[int], *, exhaust_allowed: bool) -> Reply:
-        """One reply; ``exhaust_allowed`` says whether the request let the server stream (moreToCome)."""
+    def _receive_document(self, expected_response_to: Optional[int], exhaust_allowed: bool,
+                          codec_options: Optional[CodecOptions]) -> dict[str, Any]:
+        """One reply, decoded (inside the round trip's guard: garbage BSON closes the connection too). A plain
+        OP_MSG (one body section, no flags: nearly every reply) is decoded straight from its bytes."""
+        raw_header, header = self._receive_header(expected_response_to)
+        payload: Union[bytes, bytearray] = self._read_exactly(header.body_length)
+        if header.opcode == OP_MSG:
+            body = op_msg.plain_reply_body(payload)
+            if body is not None:
+                self._exhaust_response_to = None
+                return op_msg.decode_body(body, codec_options)
+        return self._reply(raw_header, header, payload, exhaust_allowed).document(codec_options)
+
+    def _receive_header(self, expected_response_to: Optional[int]) -> tuple[Union[bytes, bytearray], MsgHeader]:
         raw_header: Union[bytes, bytearray] = self._read_exactly(HEADER_SIZE, message_start=True)
         header = validate_reply_header(parse_header(raw_header), max_message_size=self.max_message_size,
                                        expected_response_to=expected_response_to or None)
-        payload: Union[bytes, bytearray] = self._read_exactly(header.body_length)
+        return raw_header, header
+
+    def _receive(self, expected_response_to: Optional[int], *, exhaust_allowed: bool) -> Reply:
+        """One reply; ``exhaust_allowed`` says whether the request let the server stream (moreToCome)."""
+        raw_header, header = self._receive_header(expected_response_to)
+        return self._reply(raw_header, header, self._read_exactly(header.body_length), exhaust_allowed)
+
+    def _reply(self, raw_header: Union[bytes, bytearray], header: MsgHeader, payload: Union[bytes, bytearray],
+               exhaust_allowed: bool) -> Reply:
         opcode = header.opcode
         compressor_id = None
         if opcode == OP_COMPRESSED:

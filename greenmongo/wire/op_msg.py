@@ -211,31 +211,71 @@ def encode_command(
 
     A sequence's documents may already be BSON (``bytes``): they are sent as they are.
     """
-    def encode(document: Mapping[str, Any]) -> bytes:
-        if codec_options is None:
-            return bson.encode(document)
-        return bson.encode(document, codec_options=codec_options)
+    return encode_body(request_id, command_with_db(command, dbname), sequences=sequences, flags=flags,
+                       checksum=checksum, codec_options=codec_options)
 
-    body = encode(command_with_db(command, dbname))
-    encoded_sequences = [(name, [doc if isinstance(doc, bytes) else encode(doc) for doc in docs])
+
+def encode_body(
+    request_id: int,
+    body: Mapping[str, Any],
+    *,
+    sequences: Optional[Mapping[str, Sequence[Union[Mapping[str, Any], bytes]]]] = None,
+    flags: int = 0,
+    checksum: bool = False,
+    codec_options: Optional[CodecOptions] = None,
+) -> bytes:
+    """``encode_command`` for a body that already carries its ``$db`` (a connection's own copy, so that
+    the command is copied once per send, not twice)."""
+    encoded = bson.encode(body) if codec_options is None else bson.encode(body, codec_options=codec_options)
+    if not sequences and not checksum and not flags & ~_PLAIN_FLAGS:
+        # The usual request: a header, the flags and one body section, joined once.
+        return b"".join((_PLAIN_PREFIX.pack(HEADER_SIZE + 5 + len(encoded), request_id, 0, OP_MSG, flags, 0),
+                         encoded))
+    encoded_sequences = [(name, [doc if isinstance(doc, bytes) else _encode(doc, codec_options) for doc in docs])
                          for name, docs in (sequences or {}).items()]
-    return pack_op_msg(request_id, body, encoded_sequences, flags=flags, checksum=checksum)
+    return pack_op_msg(request_id, encoded, encoded_sequences, flags=flags, checksum=checksum)
+
+
+def _encode(document: Mapping[str, Any], codec_options: Optional[CodecOptions]) -> bytes:
+    return bson.encode(document) if codec_options is None else bson.encode(document, codec_options=codec_options)
+
+
+#: Flags the usual request may carry; any other bit goes through ``pack_op_msg``, which judges it.
+_PLAIN_FLAGS = FLAG_MORE_TO_COME | FLAG_EXHAUST_ALLOWED
+#: A header, flag bits and a kind-0 section's kind byte: what precedes the body of an OP_MSG.
+_PLAIN_PREFIX = struct.Struct("<iiiiIB")
+#: The flag bits, the first section's kind and its size: a reply is "plain" when they are 0, 0 and
+#: what is left of the message (one body section, no checksum, no moreToCome): nearly every reply.
+_PLAIN_REPLY = struct.Struct("<IBi")
+
+
+def plain_reply_body(payload: Union[bytes, bytearray]) -> Optional[memoryview]:
+    """The body of a plain OP_MSG reply (see ``_PLAIN_REPLY``) as a view of ``payload``; None for any
+    other reply, which ``unpack_op_msg`` takes apart (and judges)."""
+    if len(payload) < 10:
+        return None
+    flags, kind, size = _PLAIN_REPLY.unpack_from(payload)
+    if flags or kind or size != len(payload) - 5:
+        return None
+    return memoryview(payload)[5:]
+
+
+def decode_body(data: Union[bytes, memoryview], codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
+    """One document of a reply: bytes that do not decode are the server's protocol error."""
+    document: dict[str, Any]
+    try:
+        if codec_options is None:
+            document = bson.decode(data)
+        else:
+            document = bson.decode(data, codec_options=codec_options)
+        return document
+    except Exception as exc:  # any failure to read server bytes is the server's protocol error
+        raise ProtocolError(f"reply is not valid BSON: {exc}") from exc
 
 
 def decode_reply(message: OpMsg, codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
     """The decoded kind-0 body of a reply; any reply document sequences are folded in as lists."""
-    def decode(data: Union[bytes, memoryview]) -> dict[str, Any]:
-        document: dict[str, Any]
-        try:
-            if codec_options is None:
-                document = bson.decode(data)
-            else:
-                document = bson.decode(data, codec_options=codec_options)
-            return document
-        except Exception as exc:  # any failure to read server bytes is the server's protocol error
-            raise ProtocolError(f"reply is not valid BSON: {exc}") from exc
-
-    document = decode(message.body)
+    document = decode_body(message.body, codec_options)
     for identifier, documents in message.sequences.items():
-        document[identifier] = [decode(doc) for doc in documents]
+        document[identifier] = [decode_body(doc, codec_options) for doc in documents]
     return document
