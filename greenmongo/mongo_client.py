@@ -20,7 +20,6 @@ from greenmongo.client_session import ClientSession, SessionOptions, session_sta
 from greenmongo.command_cursor import open_command_cursor
 from greenmongo.database import Database
 from greenmongo.driver_info import DriverInfo
-from greenmongo.crypt.auto import build as build_auto_encrypter
 from greenmongo.engine.core import ClientCore
 from greenmongo.engine.deadline import resolve
 from greenmongo.errors import ConfigurationError, InvalidName, InvalidOperation
@@ -87,6 +86,7 @@ class MongoClient(Watchable):
             return type(self)(host, port, minPoolSize=0, connect=False, **options)
 
         try:
+            from greenmongo.crypt.auto import build as build_auto_encrypter  # libmongocrypt's glue: on demand
             encrypter = build_auto_encrypter(self, self._options.auto_encryption_opts, internal_client,
                                              self._options.max_pool_size or 0)
         except BaseException:

@@ -34,6 +34,11 @@ LAZY = {
     "importlib.abc": "nothing at run time (dropin's loader and finder do without its base classes)",
     "difflib": "a misspelled option's suggestions",
     "greenmongo.bson.json_reader": "json_util.loads",
+    "hashlib": "SCRAM and MONGODB-AWS conversations",
+    "greenmongo.auth.oidc": "MONGODB-OIDC, and the OIDC names of greenmongo.auth / auth_oidc",
+    "greenmongo.auth.aws": "MONGODB-AWS, and encryption's AWS credentials",
+    "greenmongo.crypt.auto": "a client with auto_encryption_opts",
+    "greenmongo.bson.json_util": "the first log message with a document (and json_util's users)",
 }
 
 
@@ -66,7 +71,12 @@ def test_the_features_do_import_them_when_used() -> None:
         "import sys, json\nimport greenmongo\n"
         "from greenmongo.net.dns import DnsResolver\nDnsResolver(['127.0.0.1:53'])\n"
         "client = greenmongo.MongoClient('mongodb://127.0.0.1:1/', tls=True, connect=False)\nclient.close()\n"
+        "from greenmongo.auth.scram import ScramConversation\n"
+        "ScramConversation('SCRAM-SHA-256', 'user', 'pencil').client_first()\n"
+        "from greenmongo.auth import OIDCCallback\n"
+        "from greenmongo.logs.messages import format_document\nformat_document({'a': 1})\n"
         f"print(json.dumps([name for name in {sorted(LAZY)!r} if name in sys.modules]))\n")
     for name in ("dns", "OpenSSL", "cryptography", "greenmongo.net.tls", "greenmongo.net.ocsp",
-                 "greenmongo.net.ocsp_responders", "http.client"):
+                 "greenmongo.net.ocsp_responders", "http.client", "hashlib", "greenmongo.auth.oidc",
+                 "greenmongo.bson.json_util"):
         assert name in loaded, (name, loaded)

@@ -9,6 +9,9 @@ GSSAPI is not supported (no Kerberos binding installs here): it raises
 ConfigurationError.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from greenmongo.auth.cache import AuthCache, AuthIO
 from greenmongo.auth.mechanisms import (
     SUPPORTED_MECHANISMS,
@@ -19,8 +22,20 @@ from greenmongo.auth.mechanisms import (
     reauthenticate,
     resolve_mechanism,
 )
-from greenmongo.auth.oidc import OIDCCallback, OIDCCallbackContext, OIDCCallbackResult, OIDCIdPInfo
 from greenmongo.auth.saslprep import saslprep
+
+if TYPE_CHECKING:
+    from greenmongo.auth.oidc import OIDCCallback, OIDCCallbackContext, OIDCCallbackResult, OIDCIdPInfo
+
+_OIDC_NAMES = frozenset({"OIDCCallback", "OIDCCallbackContext", "OIDCCallbackResult", "OIDCIdPInfo"})
+
+
+def __getattr__(name: str) -> Any:
+    """The OIDC names, from their module on first use (it is not imported with every client)."""
+    if name in _OIDC_NAMES:
+        return getattr(import_module("greenmongo.auth.oidc"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AuthCache", "AuthIO", "Authenticator", "HandshakeAuth", "OIDCCallback", "OIDCCallbackContext",

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
-from greenmongo.auth.aws import authenticate_aws
 from greenmongo.auth.cache import AuthCache, AuthIO
-from greenmongo.auth.oidc import authenticate_oidc, reauthenticate_oidc, speculative_oidc_command
 from greenmongo.auth.plain import authenticate_plain
 from greenmongo.auth.sasl import payload_bytes, sasl_continue, sasl_start
 from greenmongo.auth.scram import SCRAM_MECHANISMS, ScramConversation
@@ -125,6 +123,7 @@ def prepare_handshake(credentials: MongoCredential) -> HandshakeAuth:
         command["db"] = "$external"
         return HandshakeAuth(credentials, mechanism, command)
     if mechanism == "MONGODB-OIDC":
+        from greenmongo.auth.oidc import speculative_oidc_command
         speculation = speculative_oidc_command(credentials, _cache_of(credentials))
         if speculation is not None:
             command, token = speculation
@@ -207,8 +206,10 @@ def authenticate(conn: Any, credentials: MongoCredential, handshake: Optional[Ha
     elif mechanism == "MONGODB-X509":
         authenticate_x509(conn, credentials, speculative_reply)
     elif mechanism == "MONGODB-AWS":
+        from greenmongo.auth.aws import authenticate_aws  # AWS's and OIDC's modules only where they are used
         authenticate_aws(conn, credentials, cache, io)
     else:  # MONGODB-OIDC
+        from greenmongo.auth.oidc import authenticate_oidc
         authenticate_oidc(conn, credentials, cache, io, address=address, timeout=timeout,
                           speculative_token=handshake.oidc_token if handshake and handshake.mechanism else None,
                           speculative_reply=speculative_reply)
@@ -220,6 +221,7 @@ def reauthenticate(conn: Any, credentials: MongoCredential, *, address: Optional
     """After ``ReauthenticationRequired`` (391): SASL again on ``conn``, never a new hello."""
     mechanism = resolve_mechanism(credentials, getattr(conn, "hello", None))
     if mechanism == "MONGODB-OIDC":
+        from greenmongo.auth.oidc import reauthenticate_oidc
         reauthenticate_oidc(conn, credentials, _cache_of(credentials), _io_of(credentials),
                             address=address, timeout=timeout)
         return mechanism

@@ -11,9 +11,9 @@ iteration count under 4096 and never advertise channel binding.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import os
+
+# hashlib and hmac (OpenSSL's, ~3 ms) are imported where a conversation uses them, not with every client.
 from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 from greenmongo.auth.saslprep import saslprep
@@ -115,6 +115,7 @@ class ScramConversation:
         prepare: Callable[[str], str] = saslprep,
         raw_password: bool = False,
     ) -> None:
+        import hashlib
         if mechanism not in SCRAM_MECHANISMS:
             raise ConfigurationError(f"not a SCRAM mechanism: {mechanism!r}")
         if not username:
@@ -150,6 +151,7 @@ class ScramConversation:
 
     def client_final(self, server_first: bytes) -> bytes:
         """The client-final-message with its proof, after checking the server-first-message."""
+        import hmac
         attributes = _parse_attributes(server_first)
         if "m" in attributes:
             raise OperationFailure("SCRAM: server requires an unsupported extension")
@@ -176,6 +178,7 @@ class ScramConversation:
 
     def verify_server_final(self, server_final: bytes) -> None:
         """Raise unless the server-final-message proves the server knows the password."""
+        import hmac
         if self._server_signature is None:
             raise OperationFailure("SCRAM: server-final-message before client-final-message")
         attributes = _parse_attributes(server_final)
@@ -189,6 +192,8 @@ class ScramConversation:
             raise OperationFailure("SCRAM: server returned an invalid signature")
 
     def _keys(self, salt: bytes, iterations: int) -> ScramKeys:
+        import hashlib
+        import hmac
         cache_key = (self.mechanism, self._password, salt, iterations)
         if self._cache is not None:
             cached = self._cache.get(cache_key)

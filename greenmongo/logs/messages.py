@@ -30,7 +30,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Union
 
-from greenmongo.bson import json_util
 from greenmongo.bson.binary import UuidRepresentation
 from greenmongo.bson.objectid import ObjectId
 from greenmongo.errors import OperationFailure
@@ -166,6 +165,7 @@ def max_document_length() -> int:
 # -- documents and errors ------------------------------------------------------------
 
 def _json_options() -> Any:
+    from greenmongo.bson import json_util  # Extended JSON (json, ~3 ms) only once a message is logged
     try:
         return json_util.RELAXED_JSON_OPTIONS.with_options(uuid_representation=UuidRepresentation.STANDARD)
     except Exception:
@@ -190,6 +190,7 @@ def format_document(document: Mapping[str, Any], max_length: Optional[int] = Non
     global _JSON_OPTIONS
     if _JSON_OPTIONS is None:
         _JSON_OPTIONS = _json_options()
+    from greenmongo.bson import json_util
     try:
         text = json_util.dumps(document, json_options=_JSON_OPTIONS)
     except Exception:  # never let logging break the operation or the monitor
