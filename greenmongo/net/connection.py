@@ -12,6 +12,7 @@ usable and raises OperationFailure (or the subclass the code calls for).
 from __future__ import annotations
 
 import itertools
+import mmap
 import socket as _socket
 import sys
 import time
@@ -130,7 +131,10 @@ class Connection:
         self._closed = False
         self._busy = False
         self._exhaust_response_to: Optional[int] = None
-        self._read_buffer = bytearray(_READ_CHUNK)
+        # Anonymous memory of its own, not the malloc heap: a connection outlives the bursts of short-lived
+        # allocations around it (a pool refilled after a clear), and a long-lived block there would keep the
+        # heap's freed pages from going back to the system. Pages are resident only once a reply reaches them.
+        self._read_buffer = mmap.mmap(-1, _READ_CHUNK)
         self._read_view = memoryview(self._read_buffer)
         self._read_pos = self._read_end = 0
         #: The expiry a round trip under an absolute deadline (CSOT) throws when its timer fires.
@@ -420,7 +424,7 @@ class Connection:
         return b"".join(parts)
 
     def _read_part(self, count: int, *, message_start: bool = False, done: int = 0,
-                   total: Optional[int] = None) -> bytearray:
+                   total: Optional[int] = None) -> Union[bytes, bytearray]:
         """``count`` bytes, served from the read buffer first (one recv usually brings a whole reply).
 
         ``done`` and ``total`` place the part in a larger read, for the error message.
