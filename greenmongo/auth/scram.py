@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import base64
 import os
-
-# hashlib and hmac (OpenSSL's, ~3 ms) are imported where a conversation uses them, not with every client.
 from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 from greenmongo.auth.saslprep import saslprep
 from greenmongo.errors import ConfigurationError, OperationFailure
+
+# hashlib and hmac (OpenSSL's, ~3 ms) are imported where a conversation uses them, not with every client.
 
 __all__ = ["MIN_ITERATIONS", "ScramConversation", "ScramKeyCache", "ScramKeys", "SCRAM_MECHANISMS"]
 
