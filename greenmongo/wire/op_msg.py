@@ -226,7 +226,7 @@ def encode_body(
 ) -> bytes:
     """``encode_command`` for a body that already carries its ``$db`` (a connection's own copy, so that
     the command is copied once per send, not twice)."""
-    encoded = bson.encode(body) if codec_options is None else bson.encode(body, codec_options=codec_options)
+    encoded = _encode(body, codec_options)
     if not sequences and not checksum and not flags & ~_PLAIN_FLAGS:
         # The usual request: a header, the flags and one body section, joined once.
         return b"".join((_PLAIN_PREFIX.pack(HEADER_SIZE + 5 + len(encoded), request_id, 0, OP_MSG, flags, 0),
