@@ -256,9 +256,12 @@ class ClientSession:
 
         def give_up(error: BaseException) -> NoReturn:
             """Out of time: under a timeoutMS the user sees a timeout, caused by the last failure."""
-            if not deadline.csot or getattr(error, "timeout", False):
-                raise error
-            raise deadline.timeout_error("with_transaction", cause=error) from error
+            try:
+                if not deadline.csot or getattr(error, "timeout", False):
+                    raise error
+                raise deadline.timeout_error("with_transaction", cause=error) from error
+            finally:
+                del error  # the raised traceback holds this frame: no reference cycle through the argument
 
         state = self._state
         scope = TimeoutScope(deadline, current_scope(), owner=state) if deadline.csot else None

@@ -221,42 +221,48 @@ class Executor:
                              max_overload_retries=self._max_overload_retries)
         holder.retryable_write = mode is RetryMode.WRITE or mode is RetryMode.END_TRANSACTION
         tried: list[Address] = []
-        while True:
-            starting = transaction is not None and transaction.starting
-            try:
-                result = self._attempt(operation, address, read_preference,
-                                       self._deprioritized(tried, retries.overloaded) if retries.retrying else (),
-                                       holder, tried, pin)
-            except _RetryNotPossible as exc:
-                error = retries.retry_not_possible(deadline)
-                # A timeout replacing the last error is chained to what stopped the retry (its selection).
-                raise error from (exc.__cause__ if error is not retries.reached else None)
-            except Exception as exc:
-                decision = retries.after_error(
-                    exc, write=WriteAttempt(holder.txn_number is not None, holder.write_retry_supported, holder.sent),
-                    starting=starting, jitter=random.random(), deadline=deadline)
-                if decision.unpin and holder.explicit is not None:
-                    holder.explicit.transaction.unpin()
-                if not decision.retry:
-                    if decision.error is exc:
-                        raise
-                    raise decision.error from (exc if decision.chain else None)  # type: ignore[misc]
-                # Always through the hub, even without a backoff: an attempt may fail without any I/O (a
-                # paused pool) and, under a timeoutMS, retries go on until the deadline; a loop that never
-                # yields would block every other greenlet meanwhile (with timeoutMS=0, for ever).
-                sleep(decision.backoff)
-                holder.retrying = True
-                address, pin = target()
-                if operation.ends_transaction:
-                    address = pin = None  # the retry selects a server (and a connection) afresh
-                    if decision.commit_retry:
-                        operation.for_retry()  # type: ignore[attr-defined]
-                if decision.restart_transaction:
-                    assert transaction is not None
-                    transaction.resend_first_statement()
-                continue
-            retries.succeeded()
-            return result
+        try:
+            while True:
+                starting = transaction is not None and transaction.starting
+                try:
+                    result = self._attempt(operation, address, read_preference,
+                                           self._deprioritized(tried, retries.overloaded) if retries.retrying else (),
+                                           holder, tried, pin)
+                except _RetryNotPossible as exc:
+                    error = retries.retry_not_possible(deadline)
+                    # A timeout replacing the last error is chained to what stopped the retry (its selection).
+                    raise error from (exc.__cause__ if error is not retries.reached else None)
+                except Exception as exc:
+                    attempt = WriteAttempt(holder.txn_number is not None, holder.write_retry_supported, holder.sent)
+                    decision = retries.after_error(exc, write=attempt, starting=starting, jitter=random.random(),
+                                                   deadline=deadline)
+                    if decision.unpin and holder.explicit is not None:
+                        holder.explicit.transaction.unpin()
+                    if not decision.retry:
+                        if decision.error is exc:
+                            raise
+                        raise decision.error from (exc if decision.chain else None)  # type: ignore[misc]
+                    # Always through the hub, even without a backoff: an attempt may fail without any I/O (a
+                    # paused pool) and, under a timeoutMS, retries go on until the deadline; a loop that never
+                    # yields would block every other greenlet meanwhile (with timeoutMS=0, for ever).
+                    sleep(decision.backoff)
+                    holder.retrying = True
+                    address, pin = target()
+                    if operation.ends_transaction:
+                        address = pin = None  # the retry selects a server (and a connection) afresh
+                        if decision.commit_retry:
+                            operation.for_retry()  # type: ignore[attr-defined]
+                    if decision.restart_transaction:
+                        assert transaction is not None
+                        transaction.resend_first_statement()
+                    continue
+                retries.succeeded()
+                return result
+        finally:
+            # The error raised holds this frame in its traceback; the retry state and decision hold the
+            # error: dropping them here leaves no reference cycle for the garbage collector (a failing
+            # workload would otherwise keep every failed attempt's frames, connection and session alive).
+            retries = decision = error = None  # type: ignore[assignment]
 
     def _overload_retries_allowed(self, operation: Operation) -> bool:
         """runCommand needs both retryReads and retryWrites; writes retryWrites; reads retryReads."""

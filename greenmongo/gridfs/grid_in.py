@@ -68,7 +68,10 @@ def _raise_single_insert_error(exc: BulkWriteError) -> NoReturn:
     concern_errors = details.get("writeConcernErrors") or []
     if concern_errors:
         raise_write_concern_error(concern_errors[-1])
-    raise exc
+    try:
+        raise exc
+    finally:
+        del exc  # its traceback holds this frame: no reference cycle through the argument
 
 
 class GridIn:

@@ -70,6 +70,7 @@ def _within(seconds: float, ref: bool, function: Callable[..., T], *args: Any, *
         return _EXPIRED
     finally:
         timer.close()
+        del timer  # an expired timer's traceback holds this frame: no reference cycle through its locals
 
 
 def wait_for(event: Event, timeout: Optional[float]) -> bool:

@@ -355,6 +355,7 @@ class Connection:
         finally:
             timer.close()
             self._deadline_expired = None
+            del expired  # a traceback of it holds this frame: no cycle
 
     def _send(self, message: bytes) -> None:
         """All of ``message``. A plain socket first gets one non-waiting ``send`` (timeout 0: it raises
@@ -393,12 +394,15 @@ class Connection:
             raise ProtocolError(f"{self._label}: {exc}") from exc
         if isinstance(exc, ConnectionFailure):
             self.close(str(exc))
-            raise exc
-        if isinstance(exc, OSError):
+        elif isinstance(exc, OSError):
             self.close(f"network error: {exc}")
             raise AutoReconnect(f"{self._label}: {exc}") from exc
-        self.close(f"interrupted by {type(exc).__name__}")
-        raise exc
+        else:
+            self.close(f"interrupted by {type(exc).__name__}")
+        try:
+            raise exc
+        finally:
+            del exc  # its traceback holds this frame: no reference cycle through the argument
 
     def _describe_timeout(self) -> str:
         value = self._stream_timeout

@@ -60,7 +60,10 @@ def ask_responders(query: ocsp.ResponderQuery, timeout: float, *,
             except Empty:
                 return None
             if isinstance(outcome, Exception):
-                raise outcome
+                try:
+                    raise outcome
+                finally:
+                    outcome = None  # its traceback holds this frame: no reference cycle through the local
             if outcome is not None:
                 return outcome
         return None

@@ -98,6 +98,7 @@ def create_tcp_socket(host: str, port: int, timeout: Optional[float], keepalive_
     attempts: list[gevent.Greenlet] = []
     winner: Optional[_socket.socket] = None
     errors: list[OSError] = []
+    error: Optional[OSError] = None
     try:
         pending = 0
         for info in infos:
@@ -126,6 +127,9 @@ def create_tcp_socket(host: str, port: int, timeout: Optional[float], keepalive_
             sock, _error = results.get_nowait()
             if sock is not None and sock is not winner:
                 sock.close()
+        # The error raised holds this frame in its traceback: no reference cycle through these locals.
+        errors.clear()
+        error = None
 
 
 def create_unix_socket(path: str, timeout: Optional[float]) -> _socket.socket:

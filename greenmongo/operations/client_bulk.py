@@ -234,10 +234,13 @@ class ClientBulkWrite:
         """A top-level error ends the bulk write: wrap it if results or errors were already seen."""
         self._stopped = True
         self._pending = None
-        if not (self._observed or self.write_errors or self.write_concern_errors):
-            raise error
-        raise ClientBulkWriteException(error, self.write_errors, self.write_concern_errors,
-                                       self.partial_result()) from error
+        try:
+            if not (self._observed or self.write_errors or self.write_concern_errors):
+                raise error
+            raise ClientBulkWriteException(error, self.write_errors, self.write_concern_errors,
+                                           self.partial_result()) from error
+        finally:
+            del error  # the raised traceback holds this frame: no reference cycle through the argument
 
     def result(self) -> ClientBulkWriteResult:
         if not self.acknowledged:

@@ -107,7 +107,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
         self._in_use: Dict[int, PooledConnection] = {}  # id(conn) -> record
         self._waiters: Deque[WaitQueueEntry] = deque()
         self._establishing: Dict[PooledConnection, Interruptible] = {}  # record -> its establishment
-        self._clear_cause: Optional[BaseException] = None
+        self._clear_cause: Optional[str] = None  # text only: the error itself would keep its frames alive
         self._uses = {"cursor": 0, "transaction": 0}  # in-use connections by what they are in use for
         self._fork_epoch = _fork_epoch
 
@@ -284,7 +284,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
             announce = self._state != PoolState.PAUSED
             self._state = PoolState.PAUSED
             self._populating_enabled = False
-            self._clear_cause = cause
+            self._clear_cause = None if cause is None else str(cause)
             self._fail_waiters(_Failed.CONN_ERROR, self._cleared_error)
         if interrupt_in_use_connections:
             self._interrupt(old_generation, service_id)
@@ -390,7 +390,12 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
             raise self._timed_out(started, entry, deadline)
         if entry.outcome == FAILED:
             entry.outcome = GONE
-            raise self._fail_checkout(entry.reason or _Failed.CONN_ERROR, started, entry.value)
+            # Taken off the entry: the error's traceback holds this frame, and through it the entry.
+            error, entry.value = entry.value, None
+            try:
+                raise self._fail_checkout(entry.reason or _Failed.CONN_ERROR, started, error)
+            finally:
+                error = None
         if self._state != PoolState.READY:
             # Served, then the pool was cleared or closed before we ran: give it back.
             self._abandon(entry)
@@ -488,6 +493,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
             raise
         finally:
             del self._establishing[record]
+            del establishment  # it holds this greenlet, whose exception's traceback holds this frame
             if failure is not None:
                 self._pending -= 1
                 if record.for_pool:
@@ -499,6 +505,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
                         on_error(failure)
                 finally:
                     self._event_closed_quietly(record.id, _Closed.ERROR, failure)
+                    failure = None  # its traceback holds this frame: no reference cycle through the local
 
     def _adopt_service(self, record: PooledConnection, service_id: Optional[ObjectId]) -> None:
         if service_id is None:

@@ -260,7 +260,14 @@ class Monitor(BackgroundWorker):
         except Exception as exc:
             self._after_failure(awaited, monotonic() - started, exc, conn)
             decision = decide_check_failure(previous, exc)
-            return decision.unknown, decision
+            # The failure's traceback keeps this frame, and the decision holds the failure: dropping these
+            # locals leaves no cycle, and no chain of each failed check's previous description, its error
+            # and that error's frames, as long as the outage.
+            del previous, conn
+            try:
+                return decision.unknown, decision
+            finally:
+                del decision
         duration = monotonic() - started
         description = ServerDescription(self.address, reply, round_trip_time=self.rtt.average,
                                         min_round_trip_time=self.rtt.minimum)

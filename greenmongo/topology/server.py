@@ -195,6 +195,8 @@ class Server:
             if not any(exc is seen for seen in reported):
                 self._establishment_failed(exc, generation)
             raise
+        finally:
+            reported.clear()  # the error raised holds this frame in its traceback: no cycle through the list
 
     def _establishment_failed(self, exc: BaseException, generation: int) -> None:
         self.handle_error(exc, None, completed_handshake=False, generation=generation,

@@ -433,8 +433,15 @@ class Topology:
                 return server
             remaining = end - monotonic()
             if remaining <= 0:
-                raise self._selection_failed(log, description, _selection_timeout_error(
+                error = self._selection_failed(log, description, _selection_timeout_error(
                     description, describe_criteria(), timeout))
+                # The error's traceback holds this frame. A description here may hold an operation's error
+                # that a retry chains to this one (its cause): these locals would close a reference cycle.
+                del description, found
+                try:
+                    raise error
+                finally:
+                    del error
             self.request_check_all()
             if not waiting_logged and log.enabled(20):
                 log.waiting(description, remaining)

@@ -1,0 +1,208 @@
+"""A failed operation leaves no reference cycle behind.
+
+An exception's traceback holds every frame it passed through, and each frame keeps its locals. A frame
+that still holds the error, or something holding it (a retry state, a pool's wait-queue entry, a list
+of reported errors), makes a cycle that only the cyclic collector frees. When every operation fails
+(a server gone slow, so that each one times out), each failed attempt then keeps its frames, its
+connection, that connection's read buffer and its session alive until a full collection. In the soak
+that cost 10 MiB at 500 greenlets. And a monitor that kept each failed check's previous
+description grew a chain as long as the outage.
+
+Each case runs one failing path with the collector off, then collects: nothing of greenmongo's may be
+found unreachable (its objects, and frames of its code).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from typing import Any, Callable, Optional
+
+import gevent
+import pytest
+
+import greenmongo
+from greenmongo import MongoClient
+from greenmongo.errors import ConnectionFailure, PyMongoError
+from tests.api_support import gc_instances
+from tests.servers.scripted import Close, Reply, ScriptedServer, replica_set_member
+from tests.waits import wait_until
+
+PACKAGE = os.path.dirname(greenmongo.__file__) + os.sep
+FIND_REPLY = {"ok": 1, "cursor": {"id": 0, "ns": "db.coll", "firstBatch": []}}
+
+
+def _ours(obj: Any) -> bool:
+    kind = type(obj)
+    if kind.__name__ == "frame":
+        return obj.f_code.co_filename.startswith(PACKAGE)
+    return (kind.__module__ or "").startswith("greenmongo")
+
+
+def _describe(obj: Any) -> str:
+    if type(obj).__name__ == "frame":
+        return f"frame {obj.f_code.co_name} ({os.path.basename(obj.f_code.co_filename)})"
+    return type(obj).__qualname__
+
+
+def unreachable_after(action: Callable[[], Any]) -> tuple[Optional[str], list[str]]:
+    """Run ``action`` with the cyclic collector off; its error's type name (None if it returned) and what of
+    greenmongo's the collector then found unreachable (it would have been kept until a collection)."""
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    raised = None
+    try:
+        try:
+            action()
+        except PyMongoError as exc:
+            raised = type(exc).__name__
+        gc.collect()
+        found = sorted({_describe(obj) for obj in gc.garbage if _ours(obj)})
+    finally:
+        gc.garbage.clear()
+        gc.set_debug(0)
+        gc.enable()
+    return raised, found
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as scripted:
+        host, port = scripted.address
+        me = f"{host}:{port}"
+        scripted.hello_reply = replica_set_member("rs", [me], me, primary=me)
+        yield scripted
+
+
+def client_for(server: ScriptedServer, **options: Any) -> MongoClient:
+    host, port = server.address
+    client = MongoClient(host, port, directConnection=True, serverMonitoringMode="poll", **options)
+    client.admin.command("ping")
+    return client
+
+
+def _slow(document: dict) -> Callable[[Any], Reply]:
+    return lambda request: Reply(document, delay=2.0)
+
+
+def _hold_the_connection_then(client: MongoClient, action: Callable[[], Any]) -> Callable[[], Any]:
+    """``action`` while another greenlet's slow find holds the pool's only connection."""
+    def run() -> Any:
+        holder = gevent.spawn(client.db.coll.find_one, {})
+        pool = client._core.topology.servers()[next(iter(client._core.topology.servers()))].pool
+        wait_until(lambda: pool.stats().in_use == 1, message="the slow find holding the connection")
+        try:
+            return action()
+        finally:
+            holder.kill()
+    return run
+
+
+def test_a_socket_timeout_on_a_retried_read(server) -> None:
+    server.on("find", _slow(FIND_REPLY))
+    with client_for(server, socketTimeoutMS=100) as client:
+        unreachable_after(lambda: client.db.coll.find_one({}))  # warm: first use creates classes, caches
+        raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
+    assert raised == "NetworkTimeout"
+    assert found == []
+
+
+def test_a_socket_timeout_on_a_retried_write(server) -> None:
+    server.on("insert", _slow({"ok": 1, "n": 1}))
+    with client_for(server, socketTimeoutMS=100) as client:
+        unreachable_after(lambda: client.db.coll.insert_one({}))
+        raised, found = unreachable_after(lambda: client.db.coll.insert_one({}))
+    assert raised == "NetworkTimeout"
+    assert found == []
+
+
+def test_a_timeout_ms_deadline_cutting_a_reply(server) -> None:
+    server.on("find", _slow(FIND_REPLY))
+    with client_for(server, timeoutMS=150) as client:
+        unreachable_after(lambda: client.db.coll.find_one({}))
+        raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
+    assert raised == "NetworkTimeout"
+    assert found == []
+
+
+def test_a_connection_the_server_closes(server) -> None:
+    server.on("find", lambda request: Close())
+    with client_for(server) as client:
+        unreachable_after(lambda: client.db.coll.find_one({}))
+        raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
+    assert raised == "AutoReconnect"
+    assert found == []
+
+
+def test_a_connection_that_cannot_be_established(server) -> None:
+    """The monitor's connection (the first) is answered; every application connection is closed at its
+    handshake: the pool's establishment fails, SDAM hears of it, the checkout raises."""
+    default_hello = server._hello
+
+    def hello(request: Any) -> Any:
+        return default_hello(request, []) if request.connection_number == 1 else Close()
+
+    with client_for(server, serverSelectionTimeoutMS=300) as client:
+        for name in ("hello", "ismaster", "isMaster"):
+            server.on(name, hello)
+        server.close_connections()
+        for _ in range(2):
+            raised, found = unreachable_after(lambda: client.db.coll.insert_one({}))
+    assert raised in ("AutoReconnect", "ServerSelectionTimeoutError")
+    assert found == []
+
+
+def test_a_wait_queue_timeout(server) -> None:
+    server.on("find", _slow(FIND_REPLY))
+    with client_for(server, maxPoolSize=1, waitQueueTimeoutMS=50) as client:
+        wait_for_connection = _hold_the_connection_then(client, lambda: client.db.coll.count_documents({}))
+        unreachable_after(wait_for_connection)
+        raised, found = unreachable_after(wait_for_connection)
+    assert raised == "WaitQueueTimeoutError"
+    assert found == []
+
+
+def test_a_waiter_failed_by_a_cleared_pool(server) -> None:
+    """The slow find's connection is closed by the server: the pool is cleared and its waiter failed with
+    PoolClearedError (then retried)."""
+    server.on("find", lambda request: Close(delay=0.2))
+    with client_for(server, maxPoolSize=1) as client:
+        waiter = _hold_the_connection_then(client, lambda: client.db.coll.count_documents({}))
+        unreachable_after(waiter)
+        _raised, found = unreachable_after(waiter)
+    assert found == []
+
+
+def test_a_server_selection_timeout() -> None:
+    """Nothing listens: the monitor's connection attempts are refused while the operation waits."""
+    with MongoClient("127.0.0.1", 1, serverSelectionTimeoutMS=100) as client:
+        unreachable_after(lambda: client.db.coll.find_one({}))
+        raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
+    assert raised == "ServerSelectionTimeoutError"
+    assert found == []
+
+
+def test_a_command_error(server) -> None:
+    server.on("find", lambda request: {"ok": 0, "code": 2, "errmsg": "bad value"})
+    with client_for(server) as client:
+        unreachable_after(lambda: client.db.coll.find_one({}))
+        raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
+    assert raised == "OperationFailure"
+    assert found == []
+
+
+def test_failed_checks_keep_no_chain_of_errors() -> None:
+    """A monitor that cannot connect keeps its latest failure only: the connection errors alive stay as
+    many from the third failed check to the seventh."""
+    with MongoClient("127.0.0.1", 1, directConnection=True, heartbeatFrequencyMS=500) as client:
+        (server,) = client._core.topology.servers().values()
+
+        def alive_after(checks: int) -> int:
+            wait_until(lambda: server.monitor.checks >= checks, 10, f"{checks} failed checks")
+            gc.collect()
+            return len(gc_instances(ConnectionFailure))
+
+        after_three = alive_after(3)
+        after_seven = alive_after(7)
+    assert after_seven <= after_three, (after_three, after_seven)
