@@ -4,7 +4,8 @@
 scans (getMores) and find_one, each waiting ``--think-ms`` between operations as a web app's requests would,
 through tests/servers/faults.py's ``FaultProxy`` (run in a child process, so this process's memory is the
 driver's) in front of a fresh SecantusDB; every ``--stepdown-every`` seconds the primary steps down
-(``replSetStepDown``, force). Once a minute a line: operations by outcome, p99 latency, resident memory.
+(``replSetStepDown``, force). Once a minute a line: operations by outcome, p99 latency, resident memory, and
+the objects the cyclic garbage collector freed (what reference cycles kept alive until a collection).
 
 At the end, with the faults switched off: fresh operations through the same client, then the checks
 against the server directly (not through the proxy):
@@ -21,6 +22,14 @@ address, not the proxy's), so writes during a stepdown's seconds as a secondary 
 there is no other member to wait for. Run by hand (``python bench/soak.py --minutes 30``; ``--driver pymongo``
 for PyMongo under patch_all); the figures go in the closing note. Nothing here is asserted by CI: the smoke test
 runs it for a few seconds.
+
+The pace (``--think-ms``, 15 s on average: about 33 operations a second from the 500 greenlets) is one the server
+can keep up with for the whole run. SecantusDB scans every retryable-write record it keeps (30 minutes' worth) on
+each retryable write, and sorts them all past 10,000: a retryable insert took 1.3 ms on a fresh server, 7 ms at
+10,000 records and 25-29 ms past them (1.2 ms with retryWrites=false; measured one at a time). At a 250 ms pace
+the server fell behind within two minutes; from about minute 12 nearly every operation timed out (a handful of
+successes a minute out of 3,000), so the rest of the run measured the server's collapse, not the driver: use
+``--think-ms 250`` to see it.
 """
 
 from __future__ import annotations
@@ -137,8 +146,16 @@ class Soak:
         self.rss: list = []  # (seconds, bytes)
         self.blocks: list = []  # (seconds, Python's allocated memory blocks): live objects, not the heap's size
         self.stacks: list = []  # (seconds, live greenlets, bytes of their saved C stacks)
+        self.cyclic = 0  # objects the cyclic collector found unreachable (kept alive by reference cycles)
+        self.minute_cyclic = 0
+        gc.callbacks.append(self._collected)
         self.sessions_out = 0
         self.warm_snapshot: Any = None
+
+    def _collected(self, phase: str, info: dict) -> None:
+        if phase == "stop":
+            self.cyclic += info["collected"]
+            self.minute_cyclic += info["collected"]
 
     def count_sessions(self) -> None:
         """Wrap the client's server session pool: every session taken must be given back (or dropped there)."""
@@ -231,8 +248,9 @@ class Soak:
                 self.p99s.append(p99)
                 print(f"{now / 60:5.1f} min  ops {sum(self.minute_outcomes.values()):6d}  "
                       f"{dict(self.minute_outcomes)}  p99 {p99 * 1000:.0f} ms  rss {self.rss[-1][1] / 2**20:.1f} MiB  "
-                      f"blocks {self.blocks[-1][1]}  greenlet stacks {self.stacks[-1][2] / 2**20:.1f} MiB",
-                      flush=True)
+                      f"blocks {self.blocks[-1][1]}  greenlet stacks {self.stacks[-1][2] / 2**20:.1f} MiB  "
+                      f"cyclic garbage {self.minute_cyclic}", flush=True)
+                self.minute_cyclic = 0
                 self.latencies = []
                 self.minute_outcomes = Counter()
 
@@ -263,7 +281,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--greenlets", type=int, default=500)
-    parser.add_argument("--think-ms", type=float, default=250.0, help="mean pause between a greenlet's operations")
+    parser.add_argument("--think-ms", type=float, default=15000.0,
+                        help="mean pause between a greenlet's operations (see the module's note on the pace)")
     parser.add_argument("--stepdown-every", type=float, default=120.0)
     parser.add_argument("--warmup", type=float, default=180.0, help="seconds before memory growth is measured from")
     parser.add_argument("--seed", type=int, default=19)
@@ -356,9 +375,12 @@ def main() -> int:
     injected = json.loads(Path(report).read_text())
     os.unlink(report)
 
-    warm = [rss for t, rss in soak.rss if t >= args.warmup]
+    # Samples from the end of the warm-up to the end of the run: not those the reporter takes while the lanes wind
+    # down (they would flatter the figure: nothing is in flight then).
+    running = args.minutes * 60
+    warm = [rss for t, rss in soak.rss if args.warmup <= t <= running]
     growth = (warm[-1] - warm[0]) / warm[0] * 100 if len(warm) >= 2 else float("nan")
-    warm_blocks = [count for t, count in soak.blocks if t >= args.warmup]
+    warm_blocks = [count for t, count in soak.blocks if args.warmup <= t <= running]
     blocks_growth = ((warm_blocks[-1] - warm_blocks[0]) / warm_blocks[0] * 100 if len(warm_blocks) >= 2
                      else float("nan"))
     total = sum(v for k, v in soak.outcomes.items() if not k.startswith("wrong"))
@@ -369,8 +391,9 @@ def main() -> int:
         "rss_mib_after_warmup": round(warm[0] / 2**20, 1) if warm else None,
         "rss_mib_end": round(warm[-1] / 2**20, 1) if warm else None, "rss_growth_pct": round(growth, 2),
         "python_blocks_growth_pct": round(blocks_growth, 2),
+        "rss_mib_per_minute": [round(rss / 2**20, 1) for t, rss in soak.rss if int(t) % 60 < 10],
         "greenlet_stacks_mib_per_minute": [round(stack / 2**20, 1) for t, n, stack in soak.stacks if int(t) % 60 < 10],
-        "rss_mib_lanes_done": round(rss_untrimmed / 2**20, 1),
+        "rss_mib_lanes_done": round(rss_untrimmed / 2**20, 1), "cyclic_garbage_objects": soak.cyclic,
         "rss_mib_after_malloc_trim": round(rss_trimmed / 2**20, 1),
         "inserts_attempted": soak.attempted_inserts, "problems": problems, "after_faults": dict(after),
         "lanes_stuck": stuck, "pools_not_at_rest": at_rest, "leaked_greenlets": len(leaked),
