@@ -99,39 +99,35 @@ def _hold_the_connection_then(client: MongoClient, action: Callable[[], Any]) ->
     return run
 
 
-def test_a_socket_timeout_on_a_retried_read(server) -> None:
-    server.on("find", _slow(FIND_REPLY))
-    with client_for(server, socketTimeoutMS=100) as client:
-        unreachable_after(lambda: client.db.coll.find_one({}))  # warm: first use creates classes, caches
-        raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
-    assert raised == "NetworkTimeout"
-    assert found == []
+def _find(client: MongoClient) -> Any:
+    return client.db.coll.find_one({})
 
 
-def test_a_socket_timeout_on_a_retried_write(server) -> None:
-    server.on("insert", _slow({"ok": 1, "n": 1}))
-    with client_for(server, socketTimeoutMS=100) as client:
-        unreachable_after(lambda: client.db.coll.insert_one({}))
-        raised, found = unreachable_after(lambda: client.db.coll.insert_one({}))
-    assert raised == "NetworkTimeout"
-    assert found == []
+def _insert(client: MongoClient) -> Any:
+    return client.db.coll.insert_one({})
 
 
-def test_a_timeout_ms_deadline_cutting_a_reply(server) -> None:
-    server.on("find", _slow(FIND_REPLY))
-    with client_for(server, timeoutMS=150) as client:
-        unreachable_after(lambda: client.db.coll.find_one({}))
-        raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
-    assert raised == "NetworkTimeout"
-    assert found == []
+# (command answered, its answer, client options, what the client runs, the error it must raise)
+ONE_COMMAND_FAILURES = {
+    "a socket timeout on a retried read": ("find", _slow(FIND_REPLY), {"socketTimeoutMS": 100}, _find,
+                                           "NetworkTimeout"),
+    "a socket timeout on a retried write": ("insert", _slow({"ok": 1, "n": 1}), {"socketTimeoutMS": 100}, _insert,
+                                            "NetworkTimeout"),
+    "a timeoutMS deadline cutting a reply": ("find", _slow(FIND_REPLY), {"timeoutMS": 150}, _find, "NetworkTimeout"),
+    "a connection the server closes": ("find", lambda request: Close(), {}, _find, "AutoReconnect"),
+    "a command error": ("find", lambda request: {"ok": 0, "code": 2, "errmsg": "bad value"}, {}, _find,
+                        "OperationFailure"),
+}
 
 
-def test_a_connection_the_server_closes(server) -> None:
-    server.on("find", lambda request: Close())
-    with client_for(server) as client:
-        unreachable_after(lambda: client.db.coll.find_one({}))
-        raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
-    assert raised == "AutoReconnect"
+@pytest.mark.parametrize("case", list(ONE_COMMAND_FAILURES))
+def test_one_failing_command(server, case: str) -> None:
+    command, answer, options, run, expected = ONE_COMMAND_FAILURES[case]
+    server.on(command, answer)
+    with client_for(server, **options) as client:
+        unreachable_after(lambda: run(client))  # warm: a path's first use creates classes and caches
+        raised, found = unreachable_after(lambda: run(client))
+    assert raised == expected
     assert found == []
 
 
@@ -180,15 +176,6 @@ def test_a_server_selection_timeout() -> None:
         unreachable_after(lambda: client.db.coll.find_one({}))
         raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
     assert raised == "ServerSelectionTimeoutError"
-    assert found == []
-
-
-def test_a_command_error(server) -> None:
-    server.on("find", lambda request: {"ok": 0, "code": 2, "errmsg": "bad value"})
-    with client_for(server) as client:
-        unreachable_after(lambda: client.db.coll.find_one({}))
-        raised, found = unreachable_after(lambda: client.db.coll.find_one({}))
-    assert raised == "OperationFailure"
     assert found == []
 
 
