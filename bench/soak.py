@@ -12,6 +12,8 @@ against the server directly (not through the proxy):
 
 * every acknowledged insert is present, nothing that was never attempted is;
 * every counter lies between its acknowledged increments and those plus the increments that failed;
+* retries, by operation kind: each operation carries its own comment, and a command listener counts the commands
+  sent with it (getMores aside);
 * resident memory growth from the end of the warm-up (``--warmup`` seconds) to the end, as a percentage
   (target: at most 5%);
 * after ``client.close()``: no greenlet left, every pool at rest before it, every server session taken
@@ -126,11 +128,35 @@ def proxy_main(host: str, port: int, seed: int, minutes: float, report: str) -> 
 
 # -- the soak -----------------------------------------------------------------------------------------------------
 
+def attempt_counter(driver: Any) -> Any:
+    """A command listener counting, per comment, the commands started but getMores: each operation of the soak
+    carries its own comment, so a count above one is a retry (a cursor's getMores share the find's comment)."""
+    class AttemptCounter(driver.monitoring.CommandListener):
+        def __init__(self) -> None:
+            self.attempts: Counter = Counter()  # comment -> commands started; the lane pops its own
+
+        def started(self, event: Any) -> None:
+            if event.command_name != "getMore":
+                comment = event.command.get("comment")
+                if comment is not None:
+                    self.attempts[comment] += 1
+
+        def succeeded(self, event: Any) -> None:
+            pass
+
+        def failed(self, event: Any) -> None:
+            pass
+
+    return AttemptCounter()
+
+
 class Soak:
     def __init__(self, driver: Any, uri: str, direct_uri: str, args: argparse.Namespace) -> None:
         self.driver = driver
         self.args = args
-        self.client = driver.MongoClient(uri)
+        self.attempts = attempt_counter(driver)
+        self.retries: Counter = Counter()  # operation kind -> retries seen
+        self.client = driver.MongoClient(uri, event_listeners=[self.attempts])
         self.direct = driver.MongoClient(direct_uri, directConnection=True, serverSelectionTimeoutMS=30000)
         self.db = self.client.soak
         self.stopping = False
@@ -185,26 +211,30 @@ class Soak:
         kinds, weights = list(KINDS), list(KINDS.values())
         errors = self.driver.errors.PyMongoError
         think = self.args.think_ms / 1000.0
+        operations = 0
         while not self.stopping:
             kind = rng.choices(kinds, weights)[0]
             started = time.monotonic()
             counter = k = None
+            comment = f"soak/{lane}/{operations}"  # the attempt counter's key
+            operations += 1
             try:
                 if kind == "insert":
                     k = self.inserted[lane]
                     self.inserted[lane] += 1
-                    self.db.inserts.insert_one({"_id": lane * LANE_SPAN + k})
+                    self.db.inserts.insert_one({"_id": lane * LANE_SPAN + k}, comment=comment)
                 elif kind == "increment":
                     counter = rng.randrange(COUNTERS)
-                    self.db.counters.update_one({"_id": counter}, {"$inc": {"n": 1}})
+                    self.db.counters.update_one({"_id": counter}, {"$inc": {"n": 1}}, comment=comment)
                     self.inc_ok[counter] += 1
                 elif kind == "scan":
-                    docs = list(self.db.seeded.find({}, batch_size=BATCH_SIZE).sort("_id", 1))
+                    docs = list(self.db.seeded.find({}, batch_size=BATCH_SIZE, comment=comment).sort("_id", 1))
                     if len(docs) != SEEDED_DOCS:
                         self.outcomes["wrong scan"] += 1
                 else:
                     wanted = rng.randrange(SEEDED_DOCS)
-                    if self.db.seeded.find_one({"_id": wanted}) != {"_id": wanted, "v": wanted * wanted}:
+                    found = self.db.seeded.find_one({"_id": wanted}, comment=comment)
+                    if found != {"_id": wanted, "v": wanted * wanted}:
                         self.outcomes["wrong find_one"] += 1
                 outcome = "ok"
             except errors as exc:
@@ -213,6 +243,9 @@ class Soak:
                     self.insert_failed[lane].append(k)
                 if counter is not None:
                     self.inc_failed[counter] += 1
+            attempts = self.attempts.attempts.pop(comment, 0)
+            if attempts > 1:
+                self.retries[kind] += attempts - 1
             self.latencies.append(time.monotonic() - started)
             self.outcomes[outcome] += 1
             self.minute_outcomes[outcome] += 1
@@ -249,7 +282,7 @@ class Soak:
                 print(f"{now / 60:5.1f} min  ops {sum(self.minute_outcomes.values()):6d}  "
                       f"{dict(self.minute_outcomes)}  p99 {p99 * 1000:.0f} ms  rss {self.rss[-1][1] / 2**20:.1f} MiB  "
                       f"blocks {self.blocks[-1][1]}  greenlet stacks {self.stacks[-1][2] / 2**20:.1f} MiB  "
-                      f"cyclic garbage {self.minute_cyclic}", flush=True)
+                      f"cyclic garbage {self.minute_cyclic}  retries so far {sum(self.retries.values())}", flush=True)
                 self.minute_cyclic = 0
                 self.latencies = []
                 self.minute_outcomes = Counter()
@@ -386,7 +419,8 @@ def main() -> int:
     total = sum(v for k, v in soak.outcomes.items() if not k.startswith("wrong"))
     figures = {
         "minutes": args.minutes, "greenlets": args.greenlets, "operations": total,
-        "outcomes": dict(soak.outcomes), "stepdowns": dict(soak.stepdowns), "faults": injected,
+        "outcomes": dict(soak.outcomes), "retries": dict(soak.retries), "stepdowns": dict(soak.stepdowns),
+        "faults": injected,
         "p99_ms_per_minute": [round(p * 1000) for p in soak.p99s],
         "rss_mib_after_warmup": round(warm[0] / 2**20, 1) if warm else None,
         "rss_mib_end": round(warm[-1] / 2**20, 1) if warm else None, "rss_growth_pct": round(growth, 2),
