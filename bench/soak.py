@@ -4,16 +4,16 @@
 scans (getMores) and find_one, each waiting ``--think-ms`` between operations as a web app's requests would,
 through tests/servers/faults.py's ``FaultProxy`` (run in a child process, so this process's memory is the
 driver's) in front of a fresh SecantusDB; every ``--stepdown-every`` seconds the primary steps down
-(``replSetStepDown``, force). Once a minute a line: operations by outcome, p99 latency, resident memory, and
-the objects the cyclic garbage collector freed (what reference cycles kept alive until a collection).
+(``replSetStepDown``, force). Once a minute a line: operations by outcome, p99 latency, resident memory,
+the objects the cyclic garbage collector freed (what reference cycles kept alive until a collection), and the
+retries so far (each operation carries its own comment; a command listener counts the commands sent with it,
+getMores aside).
 
 At the end, with the faults switched off: fresh operations through the same client, then the checks
 against the server directly (not through the proxy):
 
 * every acknowledged insert is present, nothing that was never attempted is;
 * every counter lies between its acknowledged increments and those plus the increments that failed;
-* retries, by operation kind: each operation carries its own comment, and a command listener counts the commands
-  sent with it (getMores aside);
 * resident memory growth from the end of the warm-up (``--warmup`` seconds) to the end, as a percentage
   (target: at most 5%);
 * after ``client.close()``: no greenlet left, every pool at rest before it, every server session taken

@@ -395,7 +395,7 @@ class Pool(PoolEvents, BackgroundMaintenance, Generic[ConnT]):
             try:
                 raise self._fail_checkout(entry.reason or _Failed.CONN_ERROR, started, error)
             finally:
-                error = None
+                del error
         if self._state != PoolState.READY:
             # Served, then the pool was cleared or closed before we ran: give it back.
             self._abandon(entry)
