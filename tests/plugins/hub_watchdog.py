@@ -231,10 +231,12 @@ class ThreadClocks:
         except OSError:
             return None
 
-    def queued(self) -> float:
+    def sched(self) -> tuple[float, float]:
+        """(seconds on a CPU, seconds queued for one): a thread that neither ran nor queued slept."""
         if self._schedstat is None:
-            return 0.0
-        return int(os.pread(self._schedstat, 128, 0).split()[1]) / 1e9
+            return 0.0, 0.0
+        fields = os.pread(self._schedstat, 128, 0).split()
+        return int(fields[0]) / 1e9, int(fields[1]) / 1e9
 
     def steal(self) -> tuple[float, ...]:
         if self._stat is None:
@@ -261,6 +263,7 @@ class Mark:
     queued: float = 0.0  # run-queue seconds of the hub's thread
     steal: tuple[float, ...] = ()  # steal seconds per CPU
     gc: float = 0.0  # seconds spent collecting garbage
+    ran: float = 0.0  # seconds the hub's thread was on a CPU (user and kernel): not a discount, a diagnosis
 
 
 def _steal_between(first: tuple[float, ...], last: tuple[float, ...]) -> float:
@@ -283,13 +286,15 @@ class Block:
     gc: float
     location: Optional[Frame] = None  # the innermost non-library code then
     stack: tuple[Frame, ...] = ()
+    ran: float = 0.0  # on a CPU meanwhile: near ``wall`` a computation (or a kernel busy in a call), near 0 a sleep
 
     @property
     def net(self) -> float:
         return self.wall - self.queued - self.steal - self.gc
 
     def figures(self) -> str:
-        return (f"{self.net * 1000:.0f} ms beyond discounts ({self.wall * 1000:.0f} ms seen, less "
+        return (f"{self.net * 1000:.0f} ms beyond discounts ({self.wall * 1000:.0f} ms seen, "
+                f"{self.ran * 1000:.0f} ms of them on a CPU; less "
                 f"{self.queued * 1000:.0f} ms queued for a CPU, {self.gc * 1000:.0f} ms collecting garbage, "
                 f"{self.steal * 1000:.0f} ms stolen)")
 
@@ -337,7 +342,8 @@ class Stretch:
         if wall < self.threshold:
             return
         block = Block(self.greenlet, self.spawned, self.test, wall, mark.queued - first.queued,
-                      _steal_between(first.steal, mark.steal), mark.gc - first.gc, location)
+                      _steal_between(first.steal, mark.steal), mark.gc - first.gc, location,
+                      ran=mark.ran - first.ran)
         if self.longest is None or block.wall > self.longest.wall:
             self.longest = block
         if block.net >= self.threshold and (self.worst is None or block.net > self.worst.net):
@@ -519,7 +525,8 @@ class HubWatchdog:
             self._anchor_frame = frame
         mark = Mark(at)
         if addresses and self._clocks is not None:
-            mark = Mark(at, self._clocks.queued(), self._clocks.steal(), self._gc_clock(at))  # these release the GIL
+            ran, queued = self._clocks.sched()  # these release the GIL
+            mark = Mark(at, queued, self._clocks.steal(), self._gc_clock(at), ran)
         if self._gc_epoch != epoch or tracer.greenlet_switch_counter != count:
             self._anchor_frame = None  # a full collection or a switch meanwhile: the next pass decides
             stretch.forget_anchor()
