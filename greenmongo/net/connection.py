@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import mmap
 import socket as _socket
+import struct
 import sys
 import time
 from typing import Any, Mapping, NamedTuple, NoReturn, Optional, Sequence, Union
@@ -62,6 +63,9 @@ _READ_CHUNK = 32 * 1024
 #: the 16 KiB a command may add, the OP_MSG framing). A larger one is read in parts as it arrives.
 _EAGER_BODY = DEFAULT_MAX_BSON_SIZE + COMMAND_OVERHEAD + 1024
 _FIRST_PART = 1 << 20
+#: A plain OP_MSG reply's first bytes: the header, the flag bits, the body section's kind byte and its size.
+_PLAIN_REPLY = struct.Struct("<iiiiIBi")
+_PLAIN_REPLY_BODY = HEADER_SIZE + 5  # where its body starts
 _UNSET: Any = object()
 
 
@@ -113,6 +117,11 @@ class Connection:
         self._stream = stream
         self._stream_timeout: Any = _UNSET
         self.is_tls = _is_tls(stream)
+        # A plain gevent socket: the first read of a reply waits for the socket to be readable before its
+        # recv (see _read_part). Read from gevent's socket as detach_from_hub reads its watchers.
+        self._waits_first = (not self.is_tls and hasattr(stream, "_wait")
+                             and getattr(stream, "_read_event", None) is not None)
+        self._reply_due = False
         #: Timeout for calls that pass none; open_connection uses connectTimeoutMS during the handshake.
         self.default_timeout: Optional[float] = settings.socket_timeout
         self.hello: Optional[dict[str, Any]] = None
@@ -372,6 +381,7 @@ class Connection:
             sent = 0
         if sent < len(message):
             stream.sendall(memoryview(message)[sent:])
+        self._reply_due = self._waits_first
 
     def _set_timeout(self, timeout) -> None:
         value = self.default_timeout if timeout is _UNSET else timeout
@@ -442,6 +452,8 @@ class Connection:
         out[:available] = self._read_view[self._read_pos:self._read_end]
         self._read_pos = self._read_end = 0
         received = available
+        if self._reply_due:
+            self._await_reply()
         recv_into = self._stream.recv_into
         while received < count:
             missing = count - received
@@ -461,10 +473,25 @@ class Connection:
             received += taken
         return out
 
+    def _await_reply(self) -> None:
+        """Just sent a request: its reply cannot be there yet. gevent's recv_into would first try the system
+        call, fail with EWOULDBLOCK, and raise and catch an OSError before waiting; this waits first (the same
+        wait, on the same watcher, under the socket's timeout). A socket another greenlet closed has no
+        watcher: its recv then fails as it always did."""
+        self._reply_due = False
+        stream = self._stream
+        watcher = stream._read_event
+        if watcher is not None and stream.timeout != 0.0:
+            stream._wait(watcher)
+
     def _receive_document(self, expected_response_to: Optional[int], exhaust_allowed: bool,
                           codec_options: Optional[CodecOptions]) -> dict[str, Any]:
         """One reply, decoded (inside the round trip's guard: garbage BSON closes the connection too). A plain
         OP_MSG (one body section, no flags: nearly every reply) is decoded straight from its bytes."""
+        if self._read_pos == self._read_end:
+            document = self._receive_plain_reply(expected_response_to, codec_options)
+            if document is not None:
+                return document
         raw_header, header = self._receive_header(expected_response_to)
         payload: Union[bytes, bytearray] = self._read_exactly(header.body_length)
         if header.opcode == OP_MSG:
@@ -473,6 +500,28 @@ class Connection:
                 self._exhaust_response_to = None
                 return op_msg.decode_body(body, codec_options)
         return self._reply(raw_header, header, payload, exhaust_allowed).document(codec_options)
+
+    def _receive_plain_reply(self, expected_response_to: Optional[int],
+                             codec_options: Optional[CodecOptions]) -> Optional[dict[str, Any]]:
+        """The usual reply, read and checked in one step: one recv brings exactly one plain OP_MSG (no flags,
+        one body section) whose header passes every check ``_receive_header`` makes. None for anything else:
+        the bytes stay in the read buffer, and the general path reads, judges and reports them."""
+        if self._reply_due:
+            self._await_reply()
+        received = self._stream.recv_into(self._read_view, _READ_CHUNK)
+        if not received:
+            raise AutoReconnect(f"{self._label}: connection closed by the server")
+        self._read_pos, self._read_end = 0, received
+        if received < _PLAIN_REPLY.size:
+            return None
+        length, _request_id, response_to, opcode, flags, kind, size = _PLAIN_REPLY.unpack_from(self._read_buffer)
+        if (length != received or opcode != OP_MSG or flags or kind or size != length - _PLAIN_REPLY_BODY
+                or length > self.max_message_size or (expected_response_to and response_to != expected_response_to)):
+            return None
+        self._read_end = 0
+        self._exhaust_response_to = None
+        # A copy (a slice of the mmap is bytes): a RawBSONDocument reply keeps its bytes, and the buffer is reused.
+        return op_msg.decode_body(self._read_buffer[_PLAIN_REPLY_BODY:length], codec_options)
 
     def _receive_header(self, expected_response_to: Optional[int]) -> tuple[Union[bytes, bytearray], MsgHeader]:
         raw_header: Union[bytes, bytearray] = self._read_exactly(HEADER_SIZE, message_start=True)
