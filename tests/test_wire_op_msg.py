@@ -206,6 +206,23 @@ def test_encode_body_shortcut_builds_the_same_bytes_as_pack_op_msg(flags: int) -
         op_msg.encode_body(3, body, flags=flags | 1 << 5)
 
 
+@pytest.mark.parametrize("flags", [0, op_msg.FLAG_MORE_TO_COME])
+def test_encode_body_one_sequence_shortcut_builds_the_same_bytes_as_pack_op_msg(flags: int) -> None:
+    body = {"insert": "c", "ordered": True, "$db": "test"}
+    for identifier, count in [("documents", 3), ("updates", 1), ("deletes", 2), ("ops", 1), ("nsInfo", 1)]:
+        documents = [bson.encode({"_id": number, "x": "y" * number}) for number in range(count)]
+        assert op_msg.encode_body(9, body, sequences={identifier: documents}, flags=flags) == op_msg.pack_op_msg(
+            9, bson.encode(body), [(identifier, documents)], flags=flags), identifier
+    # Other identifiers, documents not yet encoded and two sequences go the long way, with the same bytes.
+    mixed = {"documents": [{"_id": 1}, bson.encode({"_id": 2})]}
+    assert op_msg.encode_body(9, body, sequences=mixed) == op_msg.pack_op_msg(
+        9, bson.encode(body), [("documents", [bson.encode({"_id": 1}), bson.encode({"_id": 2})])])
+    two = {"ops": [bson.encode({"insert": 0})], "nsInfo": [bson.encode({"ns": "a.b"})]}
+    assert op_msg.encode_body(9, body, sequences=two) == op_msg.pack_op_msg(9, bson.encode(body), list(two.items()))
+    with pytest.raises(ValueError, match="NUL"):
+        op_msg.encode_body(9, body, sequences={"bad\x00name": [bson.encode({})]})
+
+
 def test_plain_reply_body_takes_only_a_flagless_single_body_reply() -> None:
     document = {"ok": 1.0, "n": 2}
     plain = op_msg.pack_op_msg(1, bson.encode(document))[16:]

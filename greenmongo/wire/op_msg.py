@@ -227,10 +227,20 @@ def encode_body(
     """``encode_command`` for a body that already carries its ``$db`` (a connection's own copy, so that
     the command is copied once per send, not twice)."""
     encoded = _encode(body, codec_options)
-    if not sequences and not checksum and not flags & ~_PLAIN_FLAGS:
-        # The usual request: a header, the flags and one body section, joined once.
-        return b"".join((_PLAIN_PREFIX.pack(HEADER_SIZE + 5 + len(encoded), request_id, 0, OP_MSG, flags, 0),
-                         encoded))
+    if not checksum and not flags & ~_PLAIN_FLAGS:
+        if not sequences:
+            # The usual request: a header, the flags and one body section, joined once.
+            return b"".join((_PLAIN_PREFIX.pack(HEADER_SIZE + 5 + len(encoded), request_id, 0, OP_MSG, flags, 0),
+                             encoded))
+        if len(sequences) == 1:
+            # The usual write: one sequence of documents already encoded (an insert's, an update's), one join.
+            ((identifier, documents),) = sequences.items()
+            name = _SEQUENCE_NAMES.get(identifier)
+            if name is not None and all(type(document) is bytes for document in documents):
+                section = 4 + len(name) + sum(map(len, documents))
+                return b"".join((_PLAIN_PREFIX.pack(HEADER_SIZE + 5 + len(encoded) + 1 + section, request_id, 0,
+                                                    OP_MSG, flags, 0),
+                                 encoded, _SEQUENCE_PREFIX.pack(1, section), name, *documents))
     encoded_sequences = [(name, [doc if isinstance(doc, bytes) else _encode(doc, codec_options) for doc in docs])
                          for name, docs in (sequences or {}).items()]
     return pack_op_msg(request_id, encoded, encoded_sequences, flags=flags, checksum=checksum)
@@ -240,6 +250,10 @@ def _encode(document: Mapping[str, Any], codec_options: Optional[CodecOptions]) 
     return bson.encode(document) if codec_options is None else bson.encode(document, codec_options=codec_options)
 
 
+#: The identifiers of the write commands' sequences, as a kind-1 section spells them.
+_SEQUENCE_NAMES = {name: name.encode() + b"\x00" for name in ("documents", "updates", "deletes", "ops", "nsInfo")}
+#: A kind-1 section's kind byte and size.
+_SEQUENCE_PREFIX = struct.Struct("<Bi")
 #: Flags the usual request may carry; any other bit goes through ``pack_op_msg``, which judges it.
 _PLAIN_FLAGS = FLAG_MORE_TO_COME | FLAG_EXHAUST_ALLOWED
 #: A header, flag bits and a kind-0 section's kind byte: what precedes the body of an OP_MSG.
