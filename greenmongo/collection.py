@@ -37,7 +37,7 @@ from greenmongo.operations.count import (
     DistinctOperation,
     EstimatedDocumentCountOperation,
 )
-from greenmongo.operations.find import FindOperation, FindSpec
+from greenmongo.operations.find import FindOneOperation, FindSpec
 from greenmongo.operations.find_and_modify import DELETE, REPLACE, UPDATE, FindAndModifyOperation, ReturnDocument
 from greenmongo.operations.indexes import (
     CreateIndexesOperation,
@@ -320,14 +320,17 @@ class Collection(BaseObject, Watchable):
     def _find_one_direct(self, filter: Any, options: dict[str, Any]) -> Any:
         """find_one without a Cursor: one find with limit -1 (a single batch, which closes the cursor)."""
         session = options.pop("session", None)
-        operation = FindOperation(self._database.name, self._name, FindSpec(filter, limit=-1, **options),
-                                  read_concern=self._read_concern, read_preference=self._read_preference,
-                                  codec_options=self._codec_options)
+        spec = FindSpec(filter, limit=-1, **options).validated() if options else FindSpec.find_one(filter)
+        operation = FindOneOperation(self._database.name, self._name, spec, validated=True,
+                                     read_concern=self._read_concern, read_preference=self._read_preference,
+                                     codec_options=self._codec_options)
         session_in_use = session_state(session, self._core)
-        state = self._core.execute(operation, session=session_in_use, deadline=self._deadline(session_in_use))
-        batch = state.first_batch
-        if state.alive:  # not expected with limit -1; the cursor's close kills it and ends its session
-            CommandCursor(self, state).close()
+        result = self._core.execute(operation, session=session_in_use, deadline=self._deadline(session_in_use))
+        if type(result) is list:  # the server closed the cursor, as it does for limit -1
+            return result[0] if result else None
+        batch = result.first_batch
+        if result.alive:  # a cursor left open: its close kills it and ends its session
+            CommandCursor(self, result).close()
         return batch[0] if batch else None
 
     def _find_and_modify(self, filter: Mapping[str, Any], kind: str, update: Any, projection: Any, sort: Any,

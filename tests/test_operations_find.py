@@ -7,11 +7,12 @@ import pytest
 from greenmongo.bson import Int64, ObjectId
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.bson.son import SON
-from greenmongo.errors import CursorNotFound, ExecutionTimeout, InvalidOperation, NotPrimaryError, OperationFailure
+from greenmongo.errors import (CursorNotFound, ExecutionTimeout, InvalidOperation, NotPrimaryError, OperationFailure,
+                               ProtocolError)
 from greenmongo.operations.base import ExecutionFields, WireInfo
 from greenmongo.operations.collation import Collation, CollationStrength
 from greenmongo.operations.cursor_state import CursorState, GetMoreOperation, KillCursorsOperation
-from greenmongo.operations.find import CursorType, ExplainOperation, FindOperation, FindSpec
+from greenmongo.operations.find import CursorType, ExplainOperation, FindOneOperation, FindOperation, FindSpec
 from greenmongo.options.read_concern import ReadConcern
 from greenmongo.options.read_preferences import ReadPreference, Secondary
 
@@ -39,6 +40,34 @@ def test_minimal_find_and_contract_attributes():
     assert op.read_preference == ReadPreference.PRIMARY
     command = op.build(W)
     assert command.dbname == "db" and command.acknowledged and not command.sequences
+
+
+@pytest.mark.parametrize("filter", [None, {}, {"_id": 7}, SON([("a", 1), ("b", 2)])])
+def test_find_one_spec_is_the_validated_spec_of_a_filter_and_limit_minus_one(filter):
+    fast = FindSpec.find_one(filter)
+    assert fast == FindSpec(filter, limit=-1).validated()
+    assert fast is not FindSpec.find_one(filter)  # a new spec each time: nothing shared between calls
+    operation = FindOperation("db", "coll", fast, validated=True)
+    assert body(operation) == {"find": "coll", "filter": filter or {}, "limit": 1, "singleBatch": True}
+    with pytest.raises(TypeError, match="filter must be an instance of dict"):
+        FindSpec.find_one([("a", 1)])
+
+
+def test_find_one_operation_returns_the_closed_cursors_batch_and_a_cursor_state_only_when_left_open():
+    operation = FindOneOperation("db", "coll", FindSpec.find_one({"a": 1}), validated=True)
+    closed = {"ok": 1.0, "cursor": {"id": Int64(0), "ns": "db.coll", "firstBatch": [{"_id": 1}, {"_id": 2}]}}
+    assert operation.parse(closed, W) == [{"_id": 1}]  # cut at the limit, as a CursorState would cut it
+    assert operation.parse({"ok": 1, "cursor": {"id": 0, "ns": "db.coll", "firstBatch": []}}, W) == []
+    left_open = {"ok": 1.0, "cursor": {"id": Int64(5), "ns": "db.coll", "firstBatch": [{"_id": 1}]}}
+    state = operation.parse(left_open, W)
+    assert isinstance(state, CursorState) and state.cursor_id == 5 and state.first_batch == [{"_id": 1}]
+    with pytest.raises(OperationFailure):
+        operation.parse({"ok": 0, "code": 2, "errmsg": "bad"}, W)
+    for malformed in ({"ok": 1, "cursor": {"id": 0, "ns": "db.coll", "firstBatch": [1]}},
+                      {"ok": 1, "cursor": {"id": "x", "ns": "db.coll", "firstBatch": []}},
+                      {"ok": 1, "cursor": {"id": 0, "ns": "db.coll"}}, {"ok": 1}):
+        with pytest.raises(ProtocolError):
+            operation.parse(malformed, W)
 
 
 def test_every_find_option_is_sent_under_its_command_name():

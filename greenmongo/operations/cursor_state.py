@@ -68,7 +68,7 @@ class CursorState:
         """
         if not reply_ok(reply):
             return cls(0, default_namespace, address=address, **options)
-        cursor, cursor_id, namespace = _cursor_fields(reply, default_namespace)
+        cursor, cursor_id, namespace = cursor_fields(reply, default_namespace)
         codec_options = options.get("codec_options", DEFAULT_CODEC_OPTIONS)
         first_batch = reply_fields.documents(cursor, "firstBatch", where="cursor",
                                              document_class=codec_options.document_class)
@@ -158,7 +158,7 @@ class CursorState:
         return self.close()
 
     def record_get_more(self, reply: Mapping[str, Any]) -> list[Any]:
-        cursor, self.cursor_id, self.namespace = _cursor_fields(reply, self.namespace)
+        cursor, self.cursor_id, self.namespace = cursor_fields(reply, self.namespace)
         if "postBatchResumeToken" in cursor:
             self.post_batch_resume_token = cursor["postBatchResumeToken"]
         batch = reply_fields.documents(cursor, "nextBatch", where="cursor",
@@ -170,7 +170,7 @@ class CursorState:
                 f"limit={self.limit}, alive={self.alive})")
 
 
-def _cursor_fields(reply: Mapping[str, Any], default_namespace: str) -> tuple[Mapping[str, Any], int, str]:
+def cursor_fields(reply: Mapping[str, Any], default_namespace: str) -> tuple[Mapping[str, Any], int, str]:
     """The ``cursor`` document, its id (an integer) and namespace (``db.collection``) of a cursor reply."""
     cursor = reply_fields.document(reply, "cursor")
     cursor_id = reply_fields.integer(cursor, "id", where="cursor")

@@ -35,8 +35,9 @@ from greenmongo.operations.base import (
     raw_data_field,
     read_concern_field,
 )
-from greenmongo.operations.cursor_state import CursorState
+from greenmongo.operations.cursor_state import CursorState, cursor_fields
 from greenmongo.options.read_concern import ReadConcern
+from greenmongo.wire import reply_fields
 from greenmongo.options.read_preferences import ServerMode
 
 
@@ -149,11 +150,26 @@ class FindSpec:
             out.min = sort_document(self.min)
         return out
 
+    @classmethod
+    def find_one(cls, filter: Optional[Mapping[str, Any]]) -> "FindSpec":
+        """``find_one(filter)`` with no other option, validated: the one-field case of ``FindSpec(filter,
+        limit=-1).validated()`` (every find_one without options runs it) from a template validated once."""
+        spec = {} if filter is None else filter
+        if type(spec) is not dict:
+            validate_is_mapping("filter", spec)
+        out = cls.__new__(cls)
+        out.__dict__.update(_FIND_ONE_TEMPLATE)
+        out.filter = spec
+        return out
+
     def copy(self) -> "FindSpec":
         """A copy whose mutable option values are copies too (a cloned Cursor's)."""
         changes: dict[str, Any] = {name: copy.copy(value) for name, value in self.__dict__.items()
                                    if isinstance(value, (dict, list))}
         return replace(self, **changes)
+
+
+_FIND_ONE_TEMPLATE = FindSpec(limit=-1).validated().__dict__
 
 
 class FindOperation(Operation[CursorState]):
@@ -173,10 +189,12 @@ class FindOperation(Operation[CursorState]):
         read_preference: Optional[ServerMode] = None,
         codec_options: Optional[CodecOptions] = None,
         raw_data: Optional[bool] = None,
+        validated: bool = False,
     ) -> None:
+        """``validated``: ``spec`` is already the result of ``FindSpec.validated()`` (or ``find_one``)."""
         super().__init__(dbname, read_preference=read_preference, codec_options=codec_options)
         self.collection = collection
-        self.spec = (spec or FindSpec()).validated()
+        self.spec = spec if validated and spec is not None else (spec or FindSpec()).validated()
         self.read_concern = read_concern
         self.raw_data = raw_data
 
@@ -288,6 +306,23 @@ class FindOperation(Operation[CursorState]):
         if self.single_batch and not state.exhausted:
             state.single_batch_done()
         return state
+
+
+class FindOneOperation(FindOperation):
+    """``find_one``'s find (limit -1: the server answers with one batch and closes the cursor). ``parse``
+    returns that batch, a list of at most one document, without the cursor bookkeeping; a reply whose
+    cursor is still open (a server that ignored singleBatch) is a CursorState, which the caller closes."""
+
+    def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> Any:
+        if reply is None:
+            raise ValueError("find is always acknowledged")
+        self.check_reply(reply, wire)
+        cursor, cursor_id, _namespace = cursor_fields(reply, self.dbname + "." + self.collection)
+        if cursor_id:
+            return super().parse(reply, wire)
+        batch = reply_fields.documents(cursor, "firstBatch", where="cursor",
+                                       document_class=self.codec_options.document_class)
+        return batch[:1]
 
 
 class ExplainOperation(Operation[Mapping[str, Any]]):

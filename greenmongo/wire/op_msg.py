@@ -8,7 +8,7 @@ encoded BSON, so they can be checked against hand-built bytes; the
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence, Union, cast
 
 from greenmongo import bson
 from greenmongo.bson.codec_options import CodecOptions
@@ -240,7 +240,8 @@ def encode_body(
                 section = 4 + len(name) + sum(map(len, documents))
                 return b"".join((_PLAIN_PREFIX.pack(HEADER_SIZE + 5 + len(encoded) + 1 + section, request_id, 0,
                                                     OP_MSG, flags, 0),
-                                 encoded, _SEQUENCE_PREFIX.pack(1, section), name, *documents))
+                                 encoded, _SEQUENCE_PREFIX.pack(1, section), name,
+                                 *cast("Sequence[bytes]", documents)))
     encoded_sequences = [(name, [doc if isinstance(doc, bytes) else _encode(doc, codec_options) for doc in docs])
                          for name, docs in (sequences or {}).items()]
     return pack_op_msg(request_id, encoded, encoded_sequences, flags=flags, checksum=checksum)
