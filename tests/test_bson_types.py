@@ -24,6 +24,7 @@ from greenmongo.bson import (
     TypeRegistry,
     UuidRepresentation,
 )
+from greenmongo.bson import objectid as objectid_module
 from greenmongo.bson.objectid import _process_random
 from greenmongo.errors import InvalidBSON, InvalidDocument, InvalidId
 
@@ -182,6 +183,17 @@ def test_raw_document_is_lazy_and_passes_through() -> None:
 def test_objectid_layout_and_order() -> None:
     a, b = ObjectId(), ObjectId()
     assert a < b and a != b and len(a.binary) == 12
+    # 4 bytes of time, the process's 5 random bytes, a 3-byte big-endian counter that counts up and wraps
+    assert a.binary[4:9] == b.binary[4:9] == _process_random()
+    assert (int.from_bytes(b.binary[9:], "big") - int.from_bytes(a.binary[9:], "big")) % (1 << 24) == 1
+    saved = objectid_module._counter
+    try:
+        objectid_module._counter = 0xFFFFFE
+        assert ObjectId().binary[9:] == b"\xff\xff\xff" and ObjectId().binary[9:] == b"\x00\x00\x00"
+        objectid_module._counter = 0x0102FF
+        assert ObjectId().binary[9:] == b"\x01\x03\x00"
+    finally:
+        objectid_module._counter = saved
     assert abs((a.generation_time - datetime.datetime.now(datetime.timezone.utc)).total_seconds()) < 5
     assert ObjectId(str(a)) == a and ObjectId.is_valid(str(a)) and not ObjectId.is_valid("zz")
     with pytest.raises(InvalidId):

@@ -29,6 +29,7 @@ from greenmongo.engine.protocols import (
 )
 from greenmongo.engine.retry import (
     MAX_OVERLOAD_RETRIES,
+    RETRY_TOKEN_RETURN_RATE,
     RetryBudget,
     RetryMode,
     RetryState,
@@ -216,9 +217,7 @@ class Executor:
                           in_transaction=transaction is not None, retry_reads=self._retry_reads,
                           retry_writes=self._retry_writes, retry_unsent=operation.retry_unsent)
         deadline = holder.deadline
-        retries = RetryState(mode, overload_allowed=self._overload_retries_allowed(operation),
-                             budget=self._retry_budget, in_transaction=transaction is not None,
-                             max_overload_retries=self._max_overload_retries)
+        retries: Optional[RetryState] = None  # made by the first error: most operations never need it
         holder.retryable_write = mode is RetryMode.WRITE or mode is RetryMode.END_TRANSACTION
         tried: list[Address] = []
         try:
@@ -226,13 +225,19 @@ class Executor:
                 starting = transaction is not None and transaction.starting
                 try:
                     result = self._attempt(operation, address, read_preference,
-                                           self._deprioritized(tried, retries.overloaded) if retries.retrying else (),
+                                           self._deprioritized(tried, retries.overloaded)
+                                           if retries is not None and retries.retrying else (),
                                            holder, tried, pin)
                 except _RetryNotPossible as exc:
+                    assert retries is not None  # raised only by a retry
                     error = retries.retry_not_possible(deadline)
                     # A timeout replacing the last error is chained to what stopped the retry (its selection).
                     raise error from (exc.__cause__ if error is not retries.reached else None)
                 except Exception as exc:
+                    if retries is None:
+                        retries = RetryState(mode, overload_allowed=self._overload_retries_allowed(operation),
+                                             budget=self._retry_budget, in_transaction=transaction is not None,
+                                             max_overload_retries=self._max_overload_retries)
                     attempt = WriteAttempt(holder.txn_number is not None, holder.write_retry_supported, holder.sent)
                     decision = retries.after_error(exc, write=attempt, starting=starting, jitter=random.random(),
                                                    deadline=deadline)
@@ -256,7 +261,10 @@ class Executor:
                         assert transaction is not None
                         transaction.resend_first_statement()
                     continue
-                retries.succeeded()
+                if retries is None:
+                    self._retry_budget.deposit(RETRY_TOKEN_RETURN_RATE)  # what RetryState.succeeded deposits
+                else:
+                    retries.succeeded()
                 return result
         finally:
             # The error raised holds this frame in its traceback; the retry state and decision hold the
