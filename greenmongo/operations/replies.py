@@ -61,6 +61,9 @@ def check_write_reply_fields(reply: Mapping[str, Any], statements: Optional[int]
     results are read from, each of its type: ``n``/``nModified`` integers, ``upserted`` and
     ``writeErrors`` arrays of documents whose ``index`` points into the batch (unchecked when
     ``statements`` is None) and whose error has an integer ``code``, a well-formed ``writeConcernError``."""
+    if (type(reply.get("n")) is int and "nModified" not in reply and "upserted" not in reply
+            and "writeErrors" not in reply and "writeConcernError" not in reply):
+        return  # the usual reply ({n, ok} and gossip): nothing more to check
     reply_fields.integer(reply, "n", default=0)
     reply_fields.integer(reply, "nModified", default=0)
     for name in ("upserted", "writeErrors"):

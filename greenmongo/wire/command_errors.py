@@ -28,6 +28,9 @@ DUPLICATE_KEY_CODES = frozenset({11000, 11001, 12582})
 
 def _is_ok(reply: Mapping[str, Any]) -> bool:
     """``ok: 1`` in any numeric type; a missing ``ok`` is a failure (as PyMongo), a non-number a ProtocolError."""
+    ok = reply.get("ok")
+    if type(ok) is float:  # what servers send: no other test needed
+        return ok == 1.0
     ok = reply_fields.number(reply, "ok", default=0)
     return bool(ok) and float(ok) == 1.0
 
