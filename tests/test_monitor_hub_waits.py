@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import gevent
+import gevent.socket
 import pytest
 from gevent.event import Event
+from gevent.hub import Waiter
 
 from greenmongo.errors import NetworkTimeout
-from greenmongo.hub.waiting import Interruptible, call_with_deadline, wait_for
+from greenmongo.hub.waiting import Interruptible, call_with_deadline, wait_for, wait_woken
+from greenmongo.net.connection import Connection
 from tests.waits import assert_stays, wait_until
 
 
@@ -69,6 +74,41 @@ def test_call_with_deadline_turns_expiry_into_network_timeout():
     with pytest.raises(gevent.Timeout):
         with gevent.Timeout(0.05):
             call_with_deadline(5.0, "x", gevent.sleep, 1)
+
+
+def _stale_loop_clock(seconds: float) -> None:
+    """Run ``seconds`` without yielding, right after a loop iteration: the loop's clock is then that far behind."""
+    gevent.sleep(0.001)
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        pass
+
+
+def test_a_timed_wait_never_expires_before_its_time_however_stale_the_loops_clock():
+    """libev sets a timer from the time its iteration began: after 50 ms of Python without a switch, a
+    100 ms timer started without bringing that clock up to date fires 50 ms early (gevent.Timeout, which
+    these waits use, brings it up to date; the connection's deadline timer must too, below)."""
+    for _ in range(3):
+        _stale_loop_clock(0.05)
+        started = time.monotonic()
+        assert wait_woken(Waiter(), 0.1) is False
+        assert time.monotonic() - started >= 0.099
+
+
+def test_a_deadline_round_trip_never_times_out_before_its_deadline_however_stale_the_loops_clock():
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    conn = Connection(gevent.socket.create_connection(silent.getsockname()), ("127.0.0.1", silent.getsockname()[1]))
+    try:
+        _stale_loop_clock(0.05)
+        deadline = time.monotonic() + 0.1
+        with pytest.raises(NetworkTimeout):
+            conn.command("admin", {"ping": 1}, deadline=deadline, deadline_timeout=0.1)
+        assert time.monotonic() >= deadline - 0.001  # (libev's own rounding: well under a millisecond)
+    finally:
+        conn.close()
+        silent.close()
 
 
 def test_interruptible_delivers_only_while_active():

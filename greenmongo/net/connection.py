@@ -357,7 +357,10 @@ class Connection:
             raise NetworkTimeout(f"{self._label}: timed out before sending ({_describe(deadline_timeout)})")
         expired = self._deadline_expired = _DeadlineExpired(deadline_timeout)
         timer = get_hub().loop.timer(remaining)  # referenced: the operation waits on it
-        timer.start(getcurrent().throw, expired)
+        # update=True (as gevent.Timeout starts its timer): the loop's clock is the time its iteration began,
+        # and a timer set from it would fire early by however long Python has run since. An early expiry
+        # looked like time left to retry in: a second attempt went out after the deadline had passed.
+        timer.start(getcurrent().throw, expired, update=True)
         try:
             return self._round_trip(message, request_id, None, expect_reply=expect_reply,
                                     codec_options=codec_options, exhaust_allowed=exhaust_allowed)
