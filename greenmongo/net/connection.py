@@ -117,8 +117,8 @@ class Connection:
         self._stream = stream
         self._stream_timeout: Any = _UNSET
         self.is_tls = _is_tls(stream)
-        # A plain gevent socket: the first read of a reply waits for the socket to be readable before its
-        # recv (see _read_part). Read from gevent's socket as detach_from_hub reads its watchers.
+        # A plain gevent socket: the first read after a send waits for the socket to be readable before its
+        # recv (see _await_reply), on gevent's own watcher of the socket, as detach_from_hub uses it.
         self._waits_first = (not self.is_tls and hasattr(stream, "_wait")
                              and getattr(stream, "_read_event", None) is not None)
         self._reply_due = False

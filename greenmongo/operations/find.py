@@ -37,8 +37,8 @@ from greenmongo.operations.base import (
 )
 from greenmongo.operations.cursor_state import CursorState, cursor_fields
 from greenmongo.options.read_concern import ReadConcern
-from greenmongo.wire import reply_fields
 from greenmongo.options.read_preferences import ServerMode
+from greenmongo.wire import reply_fields
 
 
 class CursorType:

@@ -26,7 +26,9 @@ From that time the watchdog takes off what was not greenmongo running: garbage c
 was runnable but the machine gave the CPU to something else) and the hypervisor's steal time
 (``/proc/stat``). A block is what is left: at least ``THRESHOLD`` fails the session when the
 greenlet was spawned (or is the hub); in the main greenlet (where the tests themselves call
-greenmongo and run their own loops) it is listed, not failing. Stretches discounted below the threshold, and those
+greenmongo and run their own loops) it is listed, not failing. A reported block also says how much
+of it the hub's thread was on a CPU (``schedstat``): near all of it, a computation or a kernel busy in
+a system call; near none, a sleep. Stretches discounted below the threshold, and those
 outside greenmongo, are counted in the summary line printed at the end of every session.
 
 gevent's own blocking check is switched off in the session's monitor thread: its report formats
