@@ -239,6 +239,29 @@ def test_plain_reply_body_takes_only_a_flagless_single_body_reply() -> None:
         assert op_msg.plain_reply_body(payload) is None, payload
 
 
+def test_whole_plain_reply_takes_only_one_plain_reply_whose_header_passes_every_check() -> None:
+    document = {"ok": 1.0, "n": 2}
+    message = op_msg.pack_op_msg(1, bson.encode(document), response_to=7)
+    length = op_msg.whole_plain_reply(message, len(message), max_message_size=1000, expected_response_to=7)
+    assert length == len(message)
+    assert op_msg.decode_body(message[op_msg.PLAIN_BODY_START:length]) == document
+    assert op_msg.whole_plain_reply(message, len(message), max_message_size=1000, expected_response_to=None)
+    others = [
+        (message + message, 1000, 7),                                                           # two replies
+        (message[:-1], 1000, 7),                                                                # truncated
+        (message, len(message) - 1, 7),                                                         # over the limit
+        (message, 1000, 8),                                                                     # wrong responseTo
+        (op_msg.pack_op_msg(1, bson.encode(document), checksum=True, response_to=7), 1000, 7),  # checksum
+        (op_msg.pack_op_msg(1, bson.encode(document), flags=op_msg.FLAG_MORE_TO_COME, response_to=7), 1000, 7),
+        (op_msg.pack_op_msg(1, bson.encode(document), [("docs", [bson.encode({})])], response_to=7), 1000, 7),
+        (message[:12] + (1).to_bytes(4, "little") + message[16:], 1000, 7),                     # OP_REPLY opcode
+        (message[:20], 1000, 7),                                                                # too short to tell
+    ]
+    for data, max_message_size, expected in others:
+        assert op_msg.whole_plain_reply(data, len(data), max_message_size=max_message_size,
+                                        expected_response_to=expected) == 0, data
+
+
 def test_decode_body_turns_bad_bson_into_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="not valid BSON"):
         op_msg.decode_body(b"\x05\x00\x00\x00\x01")

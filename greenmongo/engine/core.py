@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Optional
 from greenmongo.engine.deadline import LEGACY, Deadline
 from greenmongo.engine.executor import Executor, OperationSpan
 from greenmongo.engine.protocols import AutoEncryption
-from greenmongo.engine.server_session import ClusterClock, ServerSession, ServerSessionPool
+from greenmongo.engine.server_session import ClusterClock, ServerSession, ServerSessionPool, process_id
 from greenmongo.engine.session_state import SessionState
 from greenmongo.errors import InvalidOperation
 from greenmongo.hub.waiting import current_hub, on_hub
@@ -51,7 +51,7 @@ class ClientCore:
         #: OpenTelemetry spans (``logs/tracing.py``); None when this client does not trace.
         self.tracer = make_tracer(options.tracing)
         self._hub = current_hub()
-        self._pid = _process_id
+        self._pid = process_id()
         self.closed = False
         self._pending_kills: deque[tuple[Address, str, int]] = deque()
         #: Pinned cursors abandoned without I/O (load-balanced mode): (their killCursors or None, the pin).
@@ -82,7 +82,7 @@ class ClientCore:
             raise InvalidOperation(
                 "this MongoClient belongs to the gevent hub of the thread that created it and cannot be "
                 "used from another OS thread; create one client per thread (greenlets may share one)")
-        if self._pid != _process_id:  # (os.fork's hook below keeps it current: no system call per operation)
+        if self._pid != process_id():  # (no system call per operation)
             self.after_fork()
         if self.closed:
             raise InvalidOperation("Cannot use MongoClient after close")
@@ -306,7 +306,7 @@ class ClientCore:
         Nothing inherited is used again (a child reading a socket the parent also reads would steal
         its replies); the new topology opens lazily, at the child's first server selection.
         """
-        self._pid = _process_id
+        self._pid = process_id()
         self._pending_kills.clear()
         self._pending_pins.clear()  # the parent's connections: the child's pools never see them
         self.server_sessions.clear()  # the parent's server sessions stay the parent's
@@ -316,7 +316,7 @@ class ClientCore:
 
     @property
     def forked(self) -> bool:
-        return self._pid != _process_id
+        return self._pid != process_id()
 
     @property
     def owned_by_this_thread(self) -> bool:
@@ -330,13 +330,7 @@ def release_pin(state: CursorState) -> None:
         pin.release()
 
 
-#: This process's id, set again in a forked child (os.fork's hook): ``os.getpid()`` is a system call each time.
-_process_id = os.getpid()
-
-
 def _forget_parents_clients() -> None:
-    global _process_id
-    _process_id = os.getpid()
     for core in list(_LIVE_CORES):
         if core.forked:
             core.after_fork()

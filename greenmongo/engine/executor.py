@@ -29,7 +29,6 @@ from greenmongo.engine.protocols import (
 )
 from greenmongo.engine.retry import (
     MAX_OVERLOAD_RETRIES,
-    RETRY_TOKEN_RETURN_RATE,
     RetryBudget,
     RetryMode,
     RetryState,
@@ -262,7 +261,7 @@ class Executor:
                         transaction.resend_first_statement()
                     continue
                 if retries is None:
-                    self._retry_budget.deposit(RETRY_TOKEN_RETURN_RATE)  # what RetryState.succeeded deposits
+                    self._retry_budget.succeeded()
                 else:
                     retries.succeeded()
                 return result

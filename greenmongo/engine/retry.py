@@ -76,6 +76,10 @@ class RetryBudget:
     def deposit(self, amount: float) -> None:
         self.tokens = min(self.capacity, self.tokens + amount)
 
+    def succeeded(self, retried: bool = False) -> None:
+        """A success refills the bucket a little (more after a retry)."""
+        self.deposit(RETRY_TOKEN_RETURN_RATE + (1 if retried else 0))
+
 
 def overload_backoff(retry_number: int, jitter: float) -> float:
     """Seconds to wait before overload retry ``retry_number`` (1, 2, ...): jittered exponential backoff."""
@@ -368,4 +372,4 @@ class RetryState:
 
     def succeeded(self) -> None:
         """A success refills the overload token bucket a little (more after a retry)."""
-        self.budget.deposit(RETRY_TOKEN_RETURN_RATE + (1 if self.attempt else 0))
+        self.budget.succeeded(retried=self.attempt > 0)

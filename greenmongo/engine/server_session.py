@@ -29,6 +29,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def process_id() -> int:
+    """This process's id without a system call: kept current in a forked child by the hook above, which
+    runs before the hooks of modules imported after this one (the client core's)."""
+    return _pid
+
+
 class ServerSession:
     """The server's side of a session: an id, when it was last used, a transaction number."""
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import mmap
 import socket as _socket
-import struct
 import sys
 import time
 from typing import Any, Mapping, NamedTuple, NoReturn, Optional, Sequence, Union
@@ -63,9 +62,6 @@ _READ_CHUNK = 32 * 1024
 #: the 16 KiB a command may add, the OP_MSG framing). A larger one is read in parts as it arrives.
 _EAGER_BODY = DEFAULT_MAX_BSON_SIZE + COMMAND_OVERHEAD + 1024
 _FIRST_PART = 1 << 20
-#: A plain OP_MSG reply's first bytes: the header, the flag bits, the body section's kind byte and its size.
-_PLAIN_REPLY = struct.Struct("<iiiiIBi")
-_PLAIN_REPLY_BODY = HEADER_SIZE + 5  # where its body starts
 _UNSET: Any = object()
 
 
@@ -515,16 +511,14 @@ class Connection:
         if not received:
             raise AutoReconnect(f"{self._label}: connection closed by the server")
         self._read_pos, self._read_end = 0, received
-        if received < _PLAIN_REPLY.size:
-            return None
-        length, _request_id, response_to, opcode, flags, kind, size = _PLAIN_REPLY.unpack_from(self._read_buffer)
-        if (length != received or opcode != OP_MSG or flags or kind or size != length - _PLAIN_REPLY_BODY
-                or length > self.max_message_size or (expected_response_to and response_to != expected_response_to)):
+        length = op_msg.whole_plain_reply(self._read_buffer, received, max_message_size=self.max_message_size,
+                                          expected_response_to=expected_response_to)
+        if not length:
             return None
         self._read_end = 0
         self._exhaust_response_to = None
         # A copy (a slice of the mmap is bytes): a RawBSONDocument reply keeps its bytes, and the buffer is reused.
-        return op_msg.decode_body(self._read_buffer[_PLAIN_REPLY_BODY:length], codec_options)
+        return op_msg.decode_body(self._read_buffer[op_msg.PLAIN_BODY_START:length], codec_options)
 
     def _receive_header(self, expected_response_to: Optional[int]) -> tuple[Union[bytes, bytearray], MsgHeader]:
         raw_header: Union[bytes, bytearray] = self._read_exactly(HEADER_SIZE, message_start=True)

@@ -262,6 +262,10 @@ _PLAIN_PREFIX = struct.Struct("<iiiiIB")
 #: The flag bits, the first section's kind and its size: a reply is "plain" when they are 0, 0 and
 #: what is left of the message (one body section, no checksum, no moreToCome): nearly every reply.
 _PLAIN_REPLY = struct.Struct("<IBi")
+#: The same for a whole message: the header first.
+_PLAIN_MESSAGE = struct.Struct("<iiii" + _PLAIN_REPLY.format[1:])
+#: Where a plain message's body starts: after the header, the flag bits and the section's kind byte.
+PLAIN_BODY_START = HEADER_SIZE + 5
 
 
 def plain_reply_body(payload: Union[bytes, bytearray]) -> Optional[memoryview]:
@@ -273,6 +277,22 @@ def plain_reply_body(payload: Union[bytes, bytearray]) -> Optional[memoryview]:
     if flags or kind or size != len(payload) - 5:
         return None
     return memoryview(payload)[5:]
+
+
+def whole_plain_reply(data: Any, available: int, *, max_message_size: int,
+                      expected_response_to: Optional[int]) -> int:
+    """The length of the reply that ``data[:available]`` holds (any buffer: a connection's read buffer), when it
+    holds exactly one plain OP_MSG reply (no flags, one body section, as ``plain_reply_body`` takes) whose header
+    passes every check of ``header.validate_reply_header``; 0 for anything else (which the general path reads
+    and judges). Its body is ``data[PLAIN_BODY_START:length]``."""
+    if available < _PLAIN_MESSAGE.size:
+        return 0
+    length: int
+    length, _request_id, response_to, opcode, flags, kind, size = _PLAIN_MESSAGE.unpack_from(data)
+    if (length != available or opcode != OP_MSG or flags or kind or size != length - PLAIN_BODY_START
+            or length > max_message_size or (expected_response_to and response_to != expected_response_to)):
+        return 0
+    return length
 
 
 def decode_body(data: Union[bytes, memoryview], codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
