@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections import deque
 from types import GenericAlias
-from typing import TYPE_CHECKING, Any, Generic, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Iterable, Iterator, Optional, Sequence, TypeVar
 
+from greenmongo.bson.codec import DocumentBatch
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.raw import RawBSONDocument
 from greenmongo.engine.core import release_pin
 from greenmongo.engine.deadline import CursorTimeout
-from greenmongo.errors import ConnectionFailure, InvalidOperation
+from greenmongo.errors import ConnectionFailure, InvalidBSON, InvalidOperation, ProtocolError
 from greenmongo.operations.arguments import validate_integer
 from greenmongo.client_session import session_state
 from greenmongo.operations.base import Operation
@@ -54,9 +55,73 @@ def raw_codec_options(codec_options: Optional[CodecOptions]) -> CodecOptions:
     return codec_options.with_options(document_class=RawBSONDocument)
 
 
-def join_raw_batch(documents: list) -> bytes:
+def join_raw_batch(documents: Sequence[Any]) -> bytes:
     """One batch of RawBSONDocuments as the concatenated BSON PyMongo's raw batch cursors yield."""
     return b"".join(document.raw for document in documents)
+
+
+class DocumentBuffer:
+    """The documents a cursor has received and not yet handed out, batch by batch, in order.
+
+    A batch still encoded (``bson.codec.DocumentBatch``) is decoded one document per ``popleft``: a cursor
+    that hands each document on never holds its batch decoded (see DocumentBatch for what that saves).
+    A document that does not decode is the server's protocol error, raised for that document alone: the
+    ones before it were handed out, and the next ``popleft`` goes on after it.
+    """
+
+    __slots__ = ("_batch", "_pos", "_end", "_later")
+
+    def __init__(self) -> None:
+        self._batch: Sequence[Any] = ()
+        self._pos = self._end = 0
+        self._later: deque = deque()  # batches behind the current one
+
+    def __bool__(self) -> bool:
+        return self._pos < self._end  # the current batch is never left empty while a later one waits
+
+    def extend(self, documents: Iterable[Any]) -> None:
+        """Queue a batch (a list, a DocumentBatch or any iterable, read into a list)."""
+        if type(documents) is not list and type(documents) is not DocumentBatch:
+            documents = list(documents)
+        if not documents:
+            return
+        if self._pos < self._end:
+            self._later.append(documents)
+        else:
+            self._batch, self._pos, self._end = documents, 0, len(documents)
+
+    def append(self, document: Any) -> None:
+        self.extend([document])
+
+    def popleft(self) -> Any:
+        pos = self._pos
+        if pos >= self._end:
+            raise IndexError("pop from an empty DocumentBuffer")
+        batch = self._batch
+        self._pos = pos + 1  # first: a document that fails to decode is not served again
+        if pos + 1 == self._end:
+            self._advance()
+        try:
+            return batch[pos]
+        except InvalidBSON as exc:
+            raise ProtocolError(f"reply is not valid BSON: document {pos} of a cursor batch: {exc}") from exc
+
+    def _advance(self) -> None:
+        later = self._later
+        if later:
+            self._batch = later.popleft()
+            self._pos, self._end = 0, len(self._batch)
+        else:
+            self._batch, self._pos, self._end = (), 0, 0
+
+    def __iter__(self) -> Iterator[Any]:
+        """Takes the documents left, one by one, as ``popleft`` does."""
+        while self:
+            yield self.popleft()
+
+    def clear(self) -> None:
+        self._batch, self._pos, self._end = (), 0, 0
+        self._later.clear()
 
 
 class _CursorBase(Generic[DocumentT]):
@@ -72,7 +137,7 @@ class _CursorBase(Generic[DocumentT]):
         #: The cursor's timeoutMS and timeoutMode: which deadline each getMore and the killCursors get.
         self._timeout = timeout if timeout is not None else CursorTimeout.legacy()
         self._state: Optional[CursorState] = None
-        self._buffer: deque = deque()
+        self._buffer = DocumentBuffer()
         self._closed = False
 
     # -- state ----------------------------------------------------------------------------
@@ -119,7 +184,7 @@ class _CursorBase(Generic[DocumentT]):
         state = self._state
         return state is None or state.needs_get_more
 
-    def _accept(self, documents: list) -> None:
+    def _accept(self, documents: Sequence[Any]) -> None:
         self._buffer.extend(documents)
 
     def _fetch(self) -> None:
@@ -358,7 +423,7 @@ class RawBatchCommandCursor(CommandCursor[bytes]):
     The command must have been decoded with RawBSONDocument documents (``raw_codec_options``).
     """
 
-    def _accept(self, documents: list) -> None:
+    def _accept(self, documents: Sequence[Any]) -> None:
         if documents:
             self._buffer.append(join_raw_batch(documents))
 

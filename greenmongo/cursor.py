@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 from types import GenericAlias
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
 from greenmongo.bson.code import Code
 from greenmongo.bson.codec_options import CodecOptions
@@ -403,7 +403,7 @@ class RawBatchCursor(Cursor):
     def _codec_options(self) -> CodecOptions:
         return raw_codec_options(self._collection.codec_options)
 
-    def _accept(self, documents: list) -> None:
+    def _accept(self, documents: Sequence[Any]) -> None:
         if documents:
             self._buffer.append(join_raw_batch(documents))
 

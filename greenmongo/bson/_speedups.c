@@ -239,6 +239,11 @@ static PyMethodDef speedups_methods[] = {
      "_decode_one($module, /, data, pos, end, opts)\n--\n\nAs greenmongo.bson.codec._decode_one."},
     {"decode", (PyCFunction)(void (*)(void))gm_decode, METH_FASTCALL | METH_KEYWORDS,
      "decode($module, /, data, codec_options=None)\n--\n\nDecode exactly one BSON document; trailing bytes are an error."},
+    {"decode_cursor_reply", (PyCFunction)(void (*)(void))gm_decode_cursor_reply, METH_FASTCALL | METH_KEYWORDS,
+     "decode_cursor_reply($module, /, data, codec_options=None)\n--\n\n"
+     "As decode, but cursor.firstBatch / cursor.nextBatch of the reply become DocumentBatch objects."},
+    {"_decode_at", (PyCFunction)(void (*)(void))gm_decode_at, METH_FASTCALL,
+     "_decode_at($module, data, pos, codec_options, /)\n--\n\nThe document at pos of data (a DocumentBatch read)."},
     {"decode_all", (PyCFunction)(void (*)(void))gm_decode_all, METH_FASTCALL | METH_KEYWORDS,
      "decode_all($module, /, data, codec_options=None)\n--\n\nDecode a buffer of concatenated BSON documents."},
     {"encode_document", (PyCFunction)(void (*)(void))gm_encode_document, METH_FASTCALL | METH_KEYWORDS,

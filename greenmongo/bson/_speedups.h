@@ -22,7 +22,7 @@ typedef struct {
     /* BSON value classes */
     PyObject *ObjectId, *Int64, *Timestamp, *Binary, *Decimal128, *Regex, *Code, *DBRef, *MinKey, *MaxKey;
     PyObject *Symbol, *DBPointer, *UNDEFINED, *DatetimeMS, *UUID, *RePattern;
-    PyObject *CodecOptions, *DEFAULT_CODEC_OPTIONS, *MappingABC;
+    PyObject *CodecOptions, *DEFAULT_CODEC_OPTIONS, *MappingABC, *DocumentBatch;
 
     /* errors */
     PyObject *Malformed, *InvalidBSON, *InvalidDocument, *StructError, *decode_catch; /* tuple */
@@ -65,6 +65,8 @@ typedef struct {
     long dt_conversion;
     const char *errors;     /* unicode_decode_error_handler; NULL for "strict" */
     PyObject *decoder_map;  /* strong; NULL when the registry has no decoders */
+    int cursor_reply;       /* decode_cursor_reply: cursor.firstBatch/nextBatch stay encoded */
+    int in_cursor;          /* decoding the reply's top-level "cursor" document */
 } Ctx;
 
 PyObject *gm_decode_doc(Ctx *c, Py_ssize_t pos, Py_ssize_t end, long depth);
@@ -89,6 +91,8 @@ PyObject *gm_decode_document(PyObject *self, PyObject *const *args, Py_ssize_t n
 PyObject *gm_decode_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gm_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gm_decode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gm_decode_cursor_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gm_decode_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *gm_encode_document(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gm_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 

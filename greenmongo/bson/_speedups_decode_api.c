@@ -33,12 +33,12 @@ static int small_int_option(PyObject *value, long *out) {
 
 /* Read the CodecOptions fields once per call. Returns 0, -1 on error, 1 when the pure-Python decoder
  * must run instead (options this code does not handle). */
-static int ctx_init(Ctx *c, PyObject *data, PyObject *opts) {
+static int ctx_init(Ctx *c, PyObject *data, const unsigned char *buf, PyObject *opts) {
     memset(c, 0, sizeof *c);
     if (!PyObject_TypeCheck(opts, (PyTypeObject *)S.CodecOptions) || PyTuple_GET_SIZE(opts) < S.opt_min_size)
         return 1;
     c->data = data;
-    c->buf = (const unsigned char *)PyBytes_AS_STRING(data);
+    c->buf = buf;
     c->opts = opts;
     PyObject *doc_class = PyTuple_GET_ITEM(opts, S.opt_document_class);
     c->document_class = doc_class;
@@ -115,7 +115,7 @@ PyObject *gm_decode_document(PyObject *self, PyObject *const *args, Py_ssize_t n
         goto python;
     }
     Ctx c;
-    int rc = ctx_init(&c, a[0], a[3]);
+    int rc = ctx_init(&c, a[0], (const unsigned char *)PyBytes_AS_STRING(a[0]), a[3]);
     if (rc < 0) return NULL;
     if (rc > 0) goto python;
     PyObject *doc = gm_decode_doc(&c, pos, end, (long)depth);
@@ -125,9 +125,10 @@ python:
     return PyObject_Vectorcall(S.py_decode_document, args, nargs, kwnames);
 }
 
-/* codec.py's _decode_one for a bytes object and sane offsets: InvalidBSON on any failure. */
-static PyObject *decode_one(PyObject *data, Py_ssize_t pos, Py_ssize_t end, PyObject *opts, Py_ssize_t *stop_out) {
-    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
+/* codec.py's _decode_one for sane offsets into ``buf``, the bytes of ``data`` (a bytes object, or a memoryview
+ * the caller holds a buffer of): InvalidBSON on any failure. */
+static PyObject *decode_one(PyObject *data, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, PyObject *opts,
+                            Py_ssize_t *stop_out, int cursor_reply) {
     PyObject *doc = NULL;
     Py_ssize_t stop = 0;
     if (end - pos < 5) {
@@ -143,16 +144,21 @@ static PyObject *decode_one(PyObject *data, Py_ssize_t pos, Py_ssize_t end, PyOb
             gm_malformed(stop - 1, "document is not NUL-terminated");
         } else {
             Ctx c;
-            int rc = ctx_init(&c, data, opts);
+            int rc = ctx_init(&c, data, buf, opts);
             if (rc == 0) {
+                c.cursor_reply = cursor_reply && c.decoder_map == NULL; /* type decoders see whole arrays */
                 doc = gm_decode_doc(&c, pos, stop, 0);
                 ctx_clear(&c);
             } else if (rc > 0) {
                 PyObject *pos_obj = PyLong_FromSsize_t(pos), *stop_obj = PyLong_FromSsize_t(stop);
-                if (pos_obj != NULL && stop_obj != NULL)
-                    doc = PyObject_CallFunctionObjArgs(S.py_decode_document, data, pos_obj, stop_obj, opts, NULL);
+                /* the pure decoder reads bytes */
+                PyObject *bytes = PyBytes_Check(data) ? Py_NewRef(data)
+                                                      : PyBytes_FromStringAndSize((const char *)buf, stop);
+                if (pos_obj != NULL && stop_obj != NULL && bytes != NULL)
+                    doc = PyObject_CallFunctionObjArgs(S.py_decode_document, bytes, pos_obj, stop_obj, opts, NULL);
                 Py_XDECREF(pos_obj);
                 Py_XDECREF(stop_obj);
+                Py_XDECREF(bytes);
             }
         }
     }
@@ -186,7 +192,7 @@ static PyObject *decode_one(PyObject *data, Py_ssize_t pos, Py_ssize_t end, PyOb
 
 static PyObject *decode_one_tuple(PyObject *data, Py_ssize_t pos, Py_ssize_t end, PyObject *opts) {
     Py_ssize_t stop;
-    PyObject *doc = decode_one(data, pos, end, opts, &stop);
+    PyObject *doc = decode_one(data, (const unsigned char *)PyBytes_AS_STRING(data), pos, end, opts, &stop, 0);
     if (doc == NULL) return NULL;
     PyObject *stop_obj = PyLong_FromSsize_t(stop);
     if (stop_obj == NULL) {
@@ -232,6 +238,7 @@ static PyObject *as_bytes(PyObject *data) {
     return NULL;
 }
 
+/* The arguments of decode and its kind: ``data`` as bytes (NULL: the caller reads it itself). */
 static int decode_prologue(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                            PyObject **data, PyObject **opts) {
     static const char *const names[] = {"data", "codec_options"};
@@ -241,6 +248,7 @@ static int decode_prologue(const char *fname, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_RuntimeError, "greenmongo.bson._speedups: codec not initialised");
         return -1;
     }
+    if (data == NULL) return gm_check_options(a[1], opts);
     *data = as_bytes(a[0]);
     if (*data == NULL) return -1;
     if (gm_check_options(a[1], opts) < 0) {
@@ -250,12 +258,31 @@ static int decode_prologue(const char *fname, PyObject *const *args, Py_ssize_t 
     return 0;
 }
 
-PyObject *gm_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+static PyObject *decode_whole(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                              int cursor_reply) {
     PyObject *data, *opts;
-    Py_ssize_t stop;
-    if (decode_prologue("decode", args, nargs, kwnames, &data, &opts) < 0) return NULL;
-    Py_ssize_t size = PyBytes_GET_SIZE(data);
-    PyObject *doc = decode_one(data, 0, size, opts, &stop);
+    Py_ssize_t stop, size;
+    Py_buffer view;
+    const unsigned char *buf;
+    if (cursor_reply && nargs >= 1 && PyMemoryView_Check(args[0])) {
+        /* A reply's own buffer, read in place: its DocumentBatch keeps the view (whose exporter cannot be
+         * resized or released while it is held). */
+        if (decode_prologue(fname, args, nargs, kwnames, NULL, &opts) < 0) return NULL;
+        data = Py_NewRef(args[0]);
+        if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(data);
+            return NULL;
+        }
+        buf = (const unsigned char *)view.buf;
+        size = view.len;
+    } else {
+        if (decode_prologue(fname, args, nargs, kwnames, &data, &opts) < 0) return NULL;
+        view.obj = NULL;
+        buf = (const unsigned char *)PyBytes_AS_STRING(data);
+        size = PyBytes_GET_SIZE(data);
+    }
+    PyObject *doc = decode_one(data, buf, 0, size, opts, &stop, cursor_reply);
+    if (view.obj != NULL) PyBuffer_Release(&view);
     Py_DECREF(data);
     if (doc != NULL && stop != size) {
         Py_DECREF(doc);
@@ -265,18 +292,52 @@ PyObject *gm_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyO
     return doc;
 }
 
+PyObject *gm_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    return decode_whole("decode", args, nargs, kwnames, 0);
+}
+
+/* decode, but a reply's cursor.firstBatch / cursor.nextBatch stay encoded (see lazy_batch). */
+PyObject *gm_decode_cursor_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    return decode_whole("decode_cursor_reply", args, nargs, kwnames, 1);
+}
+
 PyObject *gm_decode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *data, *opts;
     if (decode_prologue("decode_all", args, nargs, kwnames, &data, &opts) < 0) return NULL;
     PyObject *docs = PyList_New(0);
     Py_ssize_t pos = 0, end = PyBytes_GET_SIZE(data);
     while (docs != NULL && pos < end) {
-        PyObject *doc = decode_one(data, pos, end, opts, &pos);
+        PyObject *doc = decode_one(data, (const unsigned char *)PyBytes_AS_STRING(data), pos, end, opts, &pos, 0);
         if (doc == NULL || PyList_Append(docs, doc) < 0) Py_CLEAR(docs);
         Py_XDECREF(doc);
     }
     Py_DECREF(data);
     return docs;
+}
+
+/* DocumentBatch's read: the document at ``pos`` of ``data`` (bytes, or a memoryview of bytes), InvalidBSON if
+ * it does not decode. */
+PyObject *gm_decode_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t pos, stop;
+    Py_buffer view;
+    if (nargs != 3 || as_ssize(args[1], &pos) || pos < 0) {
+        PyErr_SetString(PyExc_TypeError, "_decode_at(data, pos, codec_options)");
+        return NULL;
+    }
+    if (!S.codec_ready || !S.decoder_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "greenmongo.bson._speedups: codec not initialised");
+        return NULL;
+    }
+    PyObject *opts;
+    if (gm_check_options(args[2], &opts) < 0) return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *doc = NULL;
+    if (pos > view.len)
+        PyErr_Format(S.InvalidBSON, "no document at byte %zd of %zd", pos, view.len);
+    else
+        doc = decode_one(args[0], (const unsigned char *)view.buf, pos, view.len, opts, &stop, 0);
+    PyBuffer_Release(&view);
+    return doc;
 }
 
 /* -- init ----------------------------------------------------------------------------------------- */
@@ -337,6 +398,7 @@ int gm_codec_init(PyObject *ns) {
     REQUIRE(DEFAULT_CODEC_OPTIONS, "DEFAULT_CODEC_OPTIONS");
     REQUIRE(StructError, "struct_error");
     REQUIRE(py_decode_one, "_decode_one");
+    REQUIRE(DocumentBatch, "DocumentBatch");
     if (S.CodecOptions == NULL) REQUIRE(CodecOptions, "CodecOptions");
     Py_XSETREF(S.decode_catch, PyTuple_Pack(6, S.StructError, PyExc_IndexError, PyExc_ValueError,
                                             PyExc_OverflowError, PyExc_TypeError, PyExc_RecursionError));

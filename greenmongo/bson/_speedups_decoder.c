@@ -523,6 +523,63 @@ static int apply_decoders(Ctx *c, PyObject *container) {
     return 0;
 }
 
+/* decode_cursor_reply's cursor.firstBatch / cursor.nextBatch (``pos`` at the array's length): a DocumentBatch
+ * over the reply's bytes when the array is well framed and holds only documents, each decoded when it is read.
+ * NULL without an exception otherwise: the array is then decoded as usual, which reports what is wrong. */
+static PyObject *lazy_batch(Ctx *c, Py_ssize_t *ppos, Py_ssize_t last) {
+    const unsigned char *buf = c->buf;
+    Py_ssize_t pos = *ppos;
+    if (pos + 5 > last) return NULL;
+    Py_ssize_t stop = pos + (Py_ssize_t)gm_read_i32(buf + pos);
+    if (stop < pos + 5 || stop > last || buf[stop - 1] != 0) return NULL;
+    Py_ssize_t array_last = stop - 1, p = pos + 4, count = 0;
+    while (p < array_last) { /* the framing only: every element a whole document inside the array */
+        if (buf[p] != 0x03) return NULL;
+        const unsigned char *nulp = memchr(buf + p + 1, 0, (size_t)(array_last - p - 1));
+        if (nulp == NULL) return NULL;
+        Py_ssize_t start = nulp - buf + 1;
+        if (start + 5 > array_last) return NULL;
+        Py_ssize_t end = start + (Py_ssize_t)gm_read_i32(buf + start);
+        if (end < start + 5 || end > array_last || buf[end - 1] != 0) return NULL;
+        p = end;
+        count++;
+    }
+    if (p != array_last) return NULL;
+    PyObject *starts = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
+    if (starts == NULL) return NULL;
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(starts);
+    for (p = pos + 4; p < array_last; out++) {
+        Py_ssize_t start = (const unsigned char *)memchr(buf + p + 1, 0, (size_t)(array_last - p - 1)) - buf + 1;
+        *out = (int64_t)start;
+        p = start + (Py_ssize_t)gm_read_i32(buf + start);
+    }
+    PyObject *batch = PyObject_CallFunctionObjArgs(S.DocumentBatch, c->data, starts, c->opts, NULL);
+    Py_DECREF(starts);
+    if (batch != NULL) *ppos = stop;
+    return batch;
+}
+
+static int name_is(const unsigned char *name, Py_ssize_t size, const char *text) {
+    return (size_t)size == strlen(text) && memcmp(name, text, (size_t)size) == 0;
+}
+
+/* An element of a cursor reply's top level or of its "cursor" document: the batch stays encoded. */
+static PyObject *cursor_reply_value(Ctx *c, unsigned char type, Py_ssize_t *ppos, Py_ssize_t last, PyObject *name,
+                                    long depth, Py_ssize_t nul, const unsigned char *raw_name, Py_ssize_t name_size) {
+    if (depth == 0 && type == 0x03 && name_is(raw_name, name_size, "cursor")) {
+        c->in_cursor = 1;
+        PyObject *value = decode_value(c, type, ppos, last, name, depth, CTX_DOC, nul);
+        c->in_cursor = 0;
+        return value;
+    }
+    if (depth == 1 && c->in_cursor && type == 0x04 &&
+        (name_is(raw_name, name_size, "firstBatch") || name_is(raw_name, name_size, "nextBatch"))) {
+        PyObject *batch = lazy_batch(c, ppos, last);
+        if (batch != NULL || PyErr_Occurred()) return batch;
+    }
+    return decode_value(c, type, ppos, last, name, depth, CTX_DOC, nul);
+}
+
 PyObject *gm_decode_doc(Ctx *c, Py_ssize_t pos, Py_ssize_t end, long depth) {
     if (depth > S.max_depth) return gm_malformed(pos, "documents nest deeper than %ld levels", S.max_depth);
     PyObject *doc;
@@ -559,8 +616,14 @@ PyObject *gm_decode_doc(Ctx *c, Py_ssize_t pos, Py_ssize_t end, long depth) {
             utf8_error(pos + 1, "element name");
             goto error;
         }
+        Py_ssize_t name_start = pos + 1;
         pos = nul + 1;
-        PyObject *value = decode_value(c, type, &pos, last, name, depth, CTX_DOC, nul);
+        PyObject *value;
+        if (c->cursor_reply && depth <= 1) {
+            value = cursor_reply_value(c, type, &pos, last, name, depth, nul, buf + name_start, nul - name_start);
+        } else {
+            value = decode_value(c, type, &pos, last, name, depth, CTX_DOC, nul);
+        }
         if (value == NULL) {
             Py_DECREF(name);
             goto error;

@@ -475,9 +475,12 @@ class Executor:
         io = _deadline_io(deadline)
         tracer = self._tracer
         if not listeners and not logging_on and tracer is None:
+            # Nobody looks at the reply but the operation: a cursor's batch may stay encoded until it is read
+            # (events, logs and spans show it decoded, so they get the plain reply).
             reply = conn.command(command.dbname, command.body, sequences=command.sequences_for_connection(),
                                  check=False, unacknowledged=not command.acknowledged,
-                                 codec_options=codec_options, apply_server_api=False, **io)
+                                 codec_options=codec_options, apply_server_api=False,
+                                 lazy_batches=operation.lazy_batches and encrypter is None, **io)
             return self._parsed(reply, operation, wire, session)
         monitor = None
         if listeners or logging_on:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 import io
 import os
-from typing import Any, Iterator, Mapping, NoReturn, Optional, cast
+from typing import Any, Iterator, Mapping, NoReturn, Optional, Sequence, cast
 
 from greenmongo.client_session import ClientSession
 from greenmongo.cursor import Cursor
@@ -388,7 +388,7 @@ class GridOutCursor(Cursor):
                          sort=sort, batch_size=batch_size, session=session, allow_disk_use=allow_disk_use,
                          max_time_ms=max_time_ms)
 
-    def _accept(self, documents: list) -> None:
+    def _accept(self, documents: Sequence[Any]) -> None:
         root, session = self._root_collection, self._explicit_session
         self._buffer.extend(GridOut(root, file_document=document, session=session) for document in documents)
 

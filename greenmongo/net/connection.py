@@ -86,9 +86,9 @@ class Reply(NamedTuple):
     def more_to_come(self) -> bool:
         return isinstance(self.message, op_msg.OpMsg) and self.message.more_to_come
 
-    def document(self, codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
+    def document(self, codec_options: Optional[CodecOptions] = None, lazy_batches: bool = False) -> dict[str, Any]:
         if isinstance(self.message, op_msg.OpMsg):
-            return op_msg.decode_reply(self.message, codec_options)
+            return op_msg.decode_reply(self.message, codec_options, lazy_batches)
         return legacy.decode_command_reply(self.message, codec_options)
 
 
@@ -226,6 +226,7 @@ class Connection:
         request_id: Optional[int] = None,
         deadline: Optional[float] = None,
         deadline_timeout: Optional[float] = None,
+        lazy_batches: bool = False,
     ) -> Optional[dict[str, Any]]:
         """Run ``spec`` on ``dbname`` and return the decoded reply.
 
@@ -239,6 +240,7 @@ class Connection:
         replaces ``timeout`` and bounds the send and the whole reply together: expired before the send,
         NetworkTimeout and the connection stays usable; expired after it, NetworkTimeout and the
         connection is closed. ``deadline_timeout`` (the timeoutMS in seconds) is for the error's message.
+        ``lazy_batches``: a cursor reply's batch stays encoded, a ``bson.DocumentBatch`` (``op_msg.decode_body``).
         """
         if not spec:
             raise InvalidOperation("a command document cannot be empty")
@@ -275,10 +277,11 @@ class Connection:
         if deadline is not None:
             document = self._round_trip_until(message, request_id, deadline, deadline_timeout,
                                               expect_reply=not unacknowledged, codec_options=codec_options,
-                                              exhaust_allowed=exhaust_allowed)
+                                              exhaust_allowed=exhaust_allowed, lazy_batches=lazy_batches)
         else:
             document = self._round_trip(message, request_id, timeout, expect_reply=not unacknowledged,
-                                        codec_options=codec_options, exhaust_allowed=exhaust_allowed)
+                                        codec_options=codec_options, exhaust_allowed=exhaust_allowed,
+                                        lazy_batches=lazy_batches)
         if document is None:
             return None
         return self._check(document, check, allowable_errors, parse_write_concern_error)
@@ -326,7 +329,8 @@ class Connection:
         self._busy = True
 
     def _round_trip(self, message: Optional[bytes], request_id: int, timeout, *, expect_reply: bool,
-                    codec_options: Optional[CodecOptions] = None, exhaust_allowed: bool = False):
+                    codec_options: Optional[CodecOptions] = None, exhaust_allowed: bool = False,
+                    lazy_batches: bool = False):
         self._enter()
         try:
             self._set_timeout(timeout)
@@ -335,7 +339,7 @@ class Connection:
             self.last_used = time.monotonic()
             if not expect_reply:
                 return None
-            document = self._receive_document(request_id, exhaust_allowed, codec_options)
+            document = self._receive_document(request_id, exhaust_allowed, codec_options, lazy_batches)
             self.last_used = time.monotonic()
             return document
         except BaseException as exc:
@@ -345,7 +349,7 @@ class Connection:
 
     def _round_trip_until(self, message: bytes, request_id: int, deadline: float, deadline_timeout: Optional[float],
                           *, expect_reply: bool, codec_options: Any = None,
-                          exhaust_allowed: bool = False) -> Optional[dict[str, Any]]:
+                          exhaust_allowed: bool = False, lazy_batches: bool = False) -> Optional[dict[str, Any]]:
         """``_round_trip`` bounded by one absolute deadline (CSOT): one loop timer for the send and every
         read of the reply, with no socket timeout (a socket timeout would arm a timer per read)."""
         remaining = deadline - time.monotonic()
@@ -359,7 +363,8 @@ class Connection:
         timer.start(getcurrent().throw, expired, update=True)
         try:
             return self._round_trip(message, request_id, None, expect_reply=expect_reply,
-                                    codec_options=codec_options, exhaust_allowed=exhaust_allowed)
+                                    codec_options=codec_options, exhaust_allowed=exhaust_allowed,
+                                    lazy_batches=lazy_batches)
         finally:
             timer.close()
             self._deadline_expired = None
@@ -484,11 +489,11 @@ class Connection:
             stream._wait(watcher)
 
     def _receive_document(self, expected_response_to: Optional[int], exhaust_allowed: bool,
-                          codec_options: Optional[CodecOptions]) -> dict[str, Any]:
+                          codec_options: Optional[CodecOptions], lazy_batches: bool) -> dict[str, Any]:
         """One reply, decoded (inside the round trip's guard: garbage BSON closes the connection too). A plain
         OP_MSG (one body section, no flags: nearly every reply) is decoded straight from its bytes."""
         if self._read_pos == self._read_end:
-            document = self._receive_plain_reply(expected_response_to, codec_options)
+            document = self._receive_plain_reply(expected_response_to, codec_options, lazy_batches)
             if document is not None:
                 return document
         raw_header, header = self._receive_header(expected_response_to)
@@ -497,11 +502,11 @@ class Connection:
             body = op_msg.plain_reply_body(payload)
             if body is not None:
                 self._exhaust_response_to = None
-                return op_msg.decode_body(body, codec_options)
-        return self._reply(raw_header, header, payload, exhaust_allowed).document(codec_options)
+                return op_msg.decode_body(body, codec_options, lazy_batches)
+        return self._reply(raw_header, header, payload, exhaust_allowed).document(codec_options, lazy_batches)
 
     def _receive_plain_reply(self, expected_response_to: Optional[int],
-                             codec_options: Optional[CodecOptions]) -> Optional[dict[str, Any]]:
+                             codec_options: Optional[CodecOptions], lazy_batches: bool) -> Optional[dict[str, Any]]:
         """The usual reply, read and checked in one step: one recv brings exactly one plain OP_MSG (no flags,
         one body section) whose header passes every check ``_receive_header`` makes. None for anything else:
         the bytes stay in the read buffer, and the general path reads, judges and reports them."""
@@ -518,7 +523,7 @@ class Connection:
         self._read_end = 0
         self._exhaust_response_to = None
         # A copy (a slice of the mmap is bytes): a RawBSONDocument reply keeps its bytes, and the buffer is reused.
-        return op_msg.decode_body(self._read_buffer[op_msg.PLAIN_BODY_START:length], codec_options)
+        return op_msg.decode_body(self._read_buffer[op_msg.PLAIN_BODY_START:length], codec_options, lazy_batches)
 
     def _receive_header(self, expected_response_to: Optional[int]) -> tuple[Union[bytes, bytearray], MsgHeader]:
         raw_header: Union[bytes, bytearray] = self._read_exactly(HEADER_SIZE, message_start=True)

@@ -61,6 +61,7 @@ class AggregateOperation(Operation[CursorState]):
     """``aggregate``; ``collection=None`` runs a database-level pipeline (``aggregate: 1``)."""
 
     name = "aggregate"
+    lazy_batches = True
     supports_read_concern = True
 
     def __init__(self, dbname: str, collection: Optional[str], pipeline: list[Mapping[str, Any]], *,

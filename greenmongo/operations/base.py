@@ -356,6 +356,9 @@ class Operation(Generic[ResultT]):
     #: "all" (causal afterClusterTime and snapshot), "snapshot" (run_command: never afterClusterTime),
     #: "none" (getMore, killCursors).
     session_read_concern: str = "all"
+    #: The reply's cursor batch may stay encoded (a ``bson.codec.DocumentBatch``, each document decoded as the
+    #: cursor reads it): for the commands whose cursors hand documents on one at a time.
+    lazy_batches: bool = False
 
     def __init__(self, dbname: str, *, read_preference: Optional[ServerMode] = None,
                  codec_options: Optional[CodecOptions] = None) -> None:

@@ -12,7 +12,7 @@ cursor, and in load-balanced mode over ``pin``, the connection that created it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.int64 import Int64
@@ -31,7 +31,8 @@ class CursorState:
                  "comment", "tailable", "await_data", "exhaust", "codec_options", "retrieved", "first_batch",
                  "post_batch_resume_token", "at_cluster_time", "session", "pin", "_dead", "_no_more")
 
-    def __init__(self, cursor_id: int, namespace: str, *, address: Any = None, first_batch: Optional[list[Any]] = None,
+    def __init__(self, cursor_id: int, namespace: str, *, address: Any = None,
+                 first_batch: Optional[Sequence[Any]] = None,
                  limit: int = 0, batch_size: int = 0, get_more_max_time_ms: Optional[int] = None,
                  comment: Any = None, tailable: bool = False, await_data: bool = False, exhaust: bool = False,
                  codec_options: CodecOptions = DEFAULT_CODEC_OPTIONS,
@@ -57,7 +58,7 @@ class CursorState:
         self.pin: Any = None
         self._dead = False
         self._no_more = False
-        self.first_batch = self._take(list(first_batch or ()))
+        self.first_batch = self._take(first_batch if first_batch is not None else [])
 
     @classmethod
     def from_reply(cls, reply: Mapping[str, Any], *, default_namespace: str, address: Any = None,
@@ -81,8 +82,9 @@ class CursorState:
         """A cursor that exists only on the client (a fake cursor over a fixed list)."""
         return cls(0, namespace, first_batch=documents or [], **options)
 
-    def _take(self, documents: list[Any]) -> list[Any]:
-        """Count a batch in, cutting it at the limit (the server enforces it too; this is the backstop)."""
+    def _take(self, documents: Sequence[Any]) -> Sequence[Any]:
+        """Count a batch in, cutting it at the limit (the server enforces it too; this is the backstop). A
+        batch may be a list or a ``DocumentBatch`` still encoded: neither is decoded or copied here."""
         if self.limit:
             room = max(self.limit - self.retrieved, 0)
             if len(documents) > room:
@@ -157,13 +159,13 @@ class CursorState:
             return None
         return self.close()
 
-    def record_get_more(self, reply: Mapping[str, Any]) -> list[Any]:
+    def record_get_more(self, reply: Mapping[str, Any]) -> Sequence[Any]:
         cursor, self.cursor_id, self.namespace = cursor_fields(reply, self.namespace)
         if "postBatchResumeToken" in cursor:
             self.post_batch_resume_token = cursor["postBatchResumeToken"]
         batch = reply_fields.documents(cursor, "nextBatch", where="cursor",
                                        document_class=self.codec_options.document_class)
-        return self._take(list(batch))
+        return self._take(batch)
 
     def __repr__(self) -> str:
         return (f"CursorState(id={self.cursor_id}, ns={self.namespace!r}, retrieved={self.retrieved}, "
@@ -180,10 +182,11 @@ def cursor_fields(reply: Mapping[str, Any], default_namespace: str) -> tuple[Map
     return cursor, int(cursor_id), namespace
 
 
-class GetMoreOperation(Operation[list[Any]]):
+class GetMoreOperation(Operation[Sequence[Any]]):
     """The next batch of a cursor; ``parse`` returns it and updates the state."""
 
     name = "getMore"
+    lazy_batches = True
     session_read_concern = "none"
     #: A getMore that never left the driver (a cleared pool while it waited for a connection) is retried:
     #: the cursor cannot have moved. One that was sent is not (Retryable Reads spec).
@@ -216,7 +219,7 @@ class GetMoreOperation(Operation[list[Any]]):
             body["comment"] = state.comment
         return Command(self.dbname, body, exhaust_allowed=state.exhaust)
 
-    def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> list[Any]:
+    def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> Sequence[Any]:
         if reply is None:
             raise ValueError("getMore is always acknowledged")
         self.check_reply(reply, wire)

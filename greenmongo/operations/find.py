@@ -176,6 +176,7 @@ class FindOperation(Operation[CursorState]):
     """``find``: a retryable read returning a CursorState (first batch + getMore state)."""
 
     name = "find"
+    lazy_batches = True
     retryable = True
     supports_read_concern = True
 
@@ -312,6 +313,8 @@ class FindOneOperation(FindOperation):
     """``find_one``'s find (limit -1: the server answers with one batch and closes the cursor). ``parse``
     returns that batch, a list of at most one document, without the cursor bookkeeping; a reply whose
     cursor is still open (a server that ignored singleBatch) is a CursorState, which the caller closes."""
+
+    lazy_batches = False  # one document, decoded at once
 
     def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> Any:
         if reply is None:

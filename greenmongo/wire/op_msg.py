@@ -11,6 +11,7 @@ import struct
 from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence, Union, cast
 
 from greenmongo import bson
+from greenmongo.bson.codec import decode_cursor_reply
 from greenmongo.bson.codec_options import CodecOptions
 from greenmongo.errors import ProtocolError
 from greenmongo.wire.crc32c import crc32c
@@ -295,11 +296,18 @@ def whole_plain_reply(data: Any, available: int, *, max_message_size: int,
     return length
 
 
-def decode_body(data: Union[bytes, memoryview], codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
-    """One document of a reply: bytes that do not decode are the server's protocol error."""
+def decode_body(data: Union[bytes, memoryview], codec_options: Optional[CodecOptions] = None,
+                lazy_batches: bool = False) -> dict[str, Any]:
+    """One document of a reply: bytes that do not decode are the server's protocol error.
+
+    ``lazy_batches``: the reply opens or continues a cursor that will read its batch one document at a time;
+    ``cursor.firstBatch`` / ``cursor.nextBatch`` may then stay encoded (``bson.codec.decode_cursor_reply``).
+    """
     document: dict[str, Any]
     try:
-        if codec_options is None:
+        if lazy_batches:
+            document = decode_cursor_reply(data, codec_options)
+        elif codec_options is None:
             document = bson.decode(data)
         else:
             document = bson.decode(data, codec_options=codec_options)
@@ -308,9 +316,10 @@ def decode_body(data: Union[bytes, memoryview], codec_options: Optional[CodecOpt
         raise ProtocolError(f"reply is not valid BSON: {exc}") from exc
 
 
-def decode_reply(message: OpMsg, codec_options: Optional[CodecOptions] = None) -> dict[str, Any]:
+def decode_reply(message: OpMsg, codec_options: Optional[CodecOptions] = None,
+                 lazy_batches: bool = False) -> dict[str, Any]:
     """The decoded kind-0 body of a reply; any reply document sequences are folded in as lists."""
-    document = decode_body(message.body, codec_options)
+    document = decode_body(message.body, codec_options, lazy_batches)
     for identifier, documents in message.sequences.items():
         document[identifier] = [decode_body(doc, codec_options) for doc in documents]
     return document

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping as _MappingABC
 from typing import Any, Mapping, Optional
 
+from greenmongo.bson.codec import DocumentBatch
 from greenmongo.bson.int64 import Int64
 from greenmongo.bson.timestamp import Timestamp
 from greenmongo.errors import ProtocolError
@@ -120,7 +121,11 @@ def array(container: Mapping[str, Any], name: str, *, where: str = "", default: 
 
 def documents(container: Mapping[str, Any], name: str, *, where: str = "", default: Any = REQUIRED,
               document_class: Optional[type] = None) -> Any:
-    """An array whose elements are all documents (a cursor batch, writeErrors, upserted)."""
+    """An array whose elements are all documents (a cursor batch, writeErrors, upserted). A cursor batch left
+    encoded (``DocumentBatch``) was framed as documents only when it was made; each decodes when read."""
+    value = container.get(name)
+    if type(value) is DocumentBatch:
+        return value
     value = array(container, name, where=where, default=default)
     if value is default and default is not REQUIRED:
         return value
