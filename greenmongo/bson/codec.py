@@ -122,8 +122,8 @@ class DocumentBatch(Sequence[Any]):
 
     ``decode_cursor_reply`` makes one for ``cursor.firstBatch`` / ``cursor.nextBatch`` when the array is
     well framed and holds only documents. A cursor that hands each document on and drops it never holds
-    the whole batch decoded: decoding a batch at once costs about twice as much per document, most of it
-    the garbage collector tracing thousands of live containers and the allocator missing its caches.
+    the whole batch decoded: decoding a batch at once costs about twice as much per document (the garbage
+    collector tracing thousands of live containers, and fresh memory for every document).
     A document whose own bytes are bad raises ``InvalidBSON`` when it is read, and only then.
     """
 
