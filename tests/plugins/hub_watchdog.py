@@ -524,7 +524,10 @@ class HubWatchdog:
             frame = frame_at(hub.thread_ident, index, address)
             if frame is None:
                 addresses = []  # the stack changed meanwhile: this sample says nothing
-            self._anchor_frame = frame
+            # Only the attribute holds it: a gc.collect() in the hub's thread drops it at once (``_on_gc``).
+            # A local kept until this pass ends, across the GIL releases below, held the frame's locals past
+            # that collect: a reference-count test saw its objects one reference lighter afterwards.
+            self._anchor_frame, frame = frame, None
         mark = Mark(at)
         if addresses and self._clocks is not None:
             ran, queued = self._clocks.sched()  # these release the GIL
