@@ -27,11 +27,12 @@ from greenmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from greenmongo.bson.raw import RawBSONDocument
 from greenmongo.engine.core import release_pin
 from greenmongo.engine.deadline import CursorTimeout
-from greenmongo.errors import ConnectionFailure, InvalidBSON, InvalidOperation, ProtocolError
+from greenmongo.errors import ConnectionFailure, InvalidBSON, InvalidOperation
 from greenmongo.operations.arguments import validate_integer
 from greenmongo.client_session import session_state
 from greenmongo.operations.base import Operation
 from greenmongo.operations.cursor_state import CursorState, KillCursorsOperation
+from greenmongo.wire.op_msg import not_valid_bson
 
 if TYPE_CHECKING:
     from greenmongo.client_session import ClientSession
@@ -104,7 +105,7 @@ class DocumentBuffer:
         try:
             return batch[pos]
         except InvalidBSON as exc:
-            raise ProtocolError(f"reply is not valid BSON: document {pos} of a cursor batch: {exc}") from exc
+            raise not_valid_bson(exc, f"document {pos} of a cursor batch") from exc
 
     def _advance(self) -> None:
         later = self._later

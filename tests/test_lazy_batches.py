@@ -186,11 +186,12 @@ def test_a_document_batch_reads_bytes_without_the_c_extension(monkeypatch: pytes
     starts = [data.index(bson.encode(document)) for document in DOCS]
     monkeypatch.setattr(codec, "_decode_at", codec._py_decode_at)
     monkeypatch.setattr(codec, "_decode_one", codec._py_decode_one)
-    batch = DocumentBatch(memoryview(data), Int64Array(starts), bson.DEFAULT_CODEC_OPTIONS)
+    batch = DocumentBatch(memoryview(data), packed_int64s(starts), bson.DEFAULT_CODEC_OPTIONS)
     assert list(batch) == DOCS and batch[3] == DOCS[3]
 
 
-def Int64Array(values: list[int]) -> bytes:  # noqa: N802  (named for what it makes)
+def packed_int64s(values: list[int]) -> bytes:
+    """The offsets as DocumentBatch keeps them (little-endian int64s, what the C decoder makes)."""
     return b"".join(value.to_bytes(8, "little", signed=True) for value in values)
 
 

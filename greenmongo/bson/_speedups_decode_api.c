@@ -125,6 +125,13 @@ python:
     return PyObject_Vectorcall(S.py_decode_document, args, nargs, kwnames);
 }
 
+/* 1 when codec.py has wired the entry points; 0 with a RuntimeError set. */
+static int decoding_ready(void) {
+    if (S.codec_ready && S.decoder_ready) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "greenmongo.bson._speedups: codec not initialised");
+    return 0;
+}
+
 /* codec.py's _decode_one for sane offsets into ``buf``, the bytes of ``data`` (a bytes object, or a memoryview
  * the caller holds a buffer of): InvalidBSON on any failure. */
 static PyObject *decode_one(PyObject *data, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, PyObject *opts,
@@ -210,10 +217,7 @@ PyObject *gm_decode_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *a[4];
     Py_ssize_t pos, end;
     if (gm_parse_args("_decode_one", args, nargs, kwnames, names, 4, 4, a) < 0) return NULL;
-    if (!S.codec_ready || !S.decoder_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "greenmongo.bson._speedups: codec not initialised");
-        return NULL;
-    }
+    if (!decoding_ready()) return NULL;
     if (!PyBytes_Check(a[0]) || as_ssize(a[1], &pos) || as_ssize(a[2], &end) || pos < 0 || end < pos ||
         end > PyBytes_GET_SIZE(a[0])) {
         return PyObject_Vectorcall(S.py_decode_one, args, nargs, kwnames);
@@ -238,18 +242,15 @@ static PyObject *as_bytes(PyObject *data) {
     return NULL;
 }
 
-/* The arguments of decode and its kind: ``data`` as bytes (NULL: the caller reads it itself). */
+/* The arguments of decode and its kind: ``data`` as a new reference to bytes, or to the memoryview itself
+ * with ``keep_view`` (a cursor reply read in place, see decode_whole). */
 static int decode_prologue(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                           PyObject **data, PyObject **opts) {
+                           PyObject **data, PyObject **opts, int keep_view) {
     static const char *const names[] = {"data", "codec_options"};
     PyObject *a[2];
     if (gm_parse_args(fname, args, nargs, kwnames, names, 1, 2, a) < 0) return -1;
-    if (!S.codec_ready || !S.decoder_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "greenmongo.bson._speedups: codec not initialised");
-        return -1;
-    }
-    if (data == NULL) return gm_check_options(a[1], opts);
-    *data = as_bytes(a[0]);
+    if (!decoding_ready()) return -1;
+    *data = keep_view && PyMemoryView_Check(a[0]) ? Py_NewRef(a[0]) : as_bytes(a[0]);
     if (*data == NULL) return -1;
     if (gm_check_options(a[1], opts) < 0) {
         Py_CLEAR(*data);
@@ -262,24 +263,21 @@ static PyObject *decode_whole(const char *fname, PyObject *const *args, Py_ssize
                               int cursor_reply) {
     PyObject *data, *opts;
     Py_ssize_t stop, size;
-    Py_buffer view;
+    Py_buffer view = {.obj = NULL};
     const unsigned char *buf;
-    if (cursor_reply && nargs >= 1 && PyMemoryView_Check(args[0])) {
-        /* A reply's own buffer, read in place: its DocumentBatch keeps the view (whose exporter cannot be
-         * resized or released while it is held). */
-        if (decode_prologue(fname, args, nargs, kwnames, NULL, &opts) < 0) return NULL;
-        data = Py_NewRef(args[0]);
+    /* A cursor reply's own buffer is read in place: its DocumentBatch keeps the view (whose exporter cannot be
+     * resized or released while it is held). */
+    if (decode_prologue(fname, args, nargs, kwnames, &data, &opts, cursor_reply) < 0) return NULL;
+    if (PyBytes_Check(data)) {
+        buf = (const unsigned char *)PyBytes_AS_STRING(data);
+        size = PyBytes_GET_SIZE(data);
+    } else {
         if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
             Py_DECREF(data);
             return NULL;
         }
         buf = (const unsigned char *)view.buf;
         size = view.len;
-    } else {
-        if (decode_prologue(fname, args, nargs, kwnames, &data, &opts) < 0) return NULL;
-        view.obj = NULL;
-        buf = (const unsigned char *)PyBytes_AS_STRING(data);
-        size = PyBytes_GET_SIZE(data);
     }
     PyObject *doc = decode_one(data, buf, 0, size, opts, &stop, cursor_reply);
     if (view.obj != NULL) PyBuffer_Release(&view);
@@ -303,7 +301,7 @@ PyObject *gm_decode_cursor_reply(PyObject *self, PyObject *const *args, Py_ssize
 
 PyObject *gm_decode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *data, *opts;
-    if (decode_prologue("decode_all", args, nargs, kwnames, &data, &opts) < 0) return NULL;
+    if (decode_prologue("decode_all", args, nargs, kwnames, &data, &opts, 0) < 0) return NULL;
     PyObject *docs = PyList_New(0);
     Py_ssize_t pos = 0, end = PyBytes_GET_SIZE(data);
     while (docs != NULL && pos < end) {
@@ -324,10 +322,7 @@ PyObject *gm_decode_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         PyErr_SetString(PyExc_TypeError, "_decode_at(data, pos, codec_options)");
         return NULL;
     }
-    if (!S.codec_ready || !S.decoder_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "greenmongo.bson._speedups: codec not initialised");
-        return NULL;
-    }
+    if (!decoding_ready()) return NULL;
     PyObject *opts;
     if (gm_check_options(args[2], &opts) < 0) return NULL;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;

@@ -313,7 +313,13 @@ def decode_body(data: Union[bytes, memoryview], codec_options: Optional[CodecOpt
             document = bson.decode(data, codec_options=codec_options)
         return document
     except Exception as exc:  # any failure to read server bytes is the server's protocol error
-        raise ProtocolError(f"reply is not valid BSON: {exc}") from exc
+        raise not_valid_bson(exc) from exc
+
+
+def not_valid_bson(exc: BaseException, part: str = "") -> ProtocolError:
+    """The protocol error for server bytes that do not decode (``part``: which part of the reply, when the
+    reply itself was read before: a document of a cursor batch left encoded)."""
+    return ProtocolError(f"reply is not valid BSON: {part + ': ' if part else ''}{exc}")
 
 
 def decode_reply(message: OpMsg, codec_options: Optional[CodecOptions] = None,

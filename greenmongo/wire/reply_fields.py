@@ -126,9 +126,10 @@ def documents(container: Mapping[str, Any], name: str, *, where: str = "", defau
     value = container.get(name)
     if type(value) is DocumentBatch:
         return value
-    value = array(container, name, where=where, default=default)
-    if value is default and default is not REQUIRED:
-        return value
+    if type(value) is not list:
+        value = array(container, name, where=where, default=default)  # raises, or a default
+        if value is default and default is not REQUIRED:
+            return value
     for index, element in enumerate(value):
         if type(element) is not document_class and not isinstance(element, _MappingABC):
             raise malformed(f"{_path(where, name)}[{index}]", element, "a document")
