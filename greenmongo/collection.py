@@ -321,7 +321,7 @@ class Collection(BaseObject, Watchable):
         """find_one without a Cursor: one find with limit -1 (a single batch, which closes the cursor)."""
         session = options.pop("session", None)
         spec = FindSpec(filter, limit=-1, **options).validated() if options else FindSpec.find_one(filter)
-        operation = FindOneOperation(self._database.name, self._name, spec, validated=True,
+        operation = FindOneOperation(self._database.name, self._name, spec, validated=True, plain=not options,
                                      read_concern=self._read_concern, read_preference=self._read_preference,
                                      codec_options=self._codec_options)
         session_in_use = session_state(session, self._core)

@@ -53,6 +53,25 @@ def test_find_one_spec_is_the_validated_spec_of_a_filter_and_limit_minus_one(fil
         FindSpec.find_one([("a", 1)])
 
 
+@pytest.mark.parametrize("filter", [None, {}, {"_id": 7}, SON([("a", 1), ("b", 2)]),
+                                    {"$query": {"a": 1}, "$orderby": {"a": -1}, "$comment": "legacy"}])
+@pytest.mark.parametrize("read_concern", [None, ReadConcern(), ReadConcern("majority")])
+@pytest.mark.parametrize("raw_data", [None, True])
+@pytest.mark.parametrize("wire", [W, OLD, WireInfo(max_wire_version=27)])
+def test_plain_find_one_writes_what_the_general_build_writes(filter, read_concern, raw_data, wire):
+    """FindOneOperation(plain=True) writes the find_one template's command at once; the same keys, values and
+    order as FindOperation.build, whatever the filter (a legacy $query too), readConcern, rawData and wire."""
+    def build(plain):
+        operation = FindOneOperation("db", "coll", FindSpec.find_one(filter), validated=True, plain=plain,
+                                     read_concern=read_concern, raw_data=raw_data)
+        return operation.build(wire)
+
+    fast, general = build(True), build(False)
+    assert (fast.dbname, list(fast.body.items())) == (general.dbname, list(general.body.items()))
+    assert list(general.body)[:2] == ["find", "filter"] or "$query" in (filter or {})
+    assert ("readConcern" in fast.body) == (read_concern is not None and not read_concern.is_server_default)
+
+
 def test_find_one_operation_returns_the_closed_cursors_batch_and_a_cursor_state_only_when_left_open():
     operation = FindOneOperation("db", "coll", FindSpec.find_one({"a": 1}), validated=True)
     closed = {"ok": 1.0, "cursor": {"id": Int64(0), "ns": "db.coll", "firstBatch": [{"_id": 1}, {"_id": 2}]}}

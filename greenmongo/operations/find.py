@@ -316,6 +316,36 @@ class FindOneOperation(FindOperation):
 
     lazy_batches = False  # one document, decoded at once
 
+    def __init__(
+        self,
+        dbname: str,
+        collection: str,
+        spec: Optional[FindSpec] = None,
+        *,
+        read_concern: Optional[ReadConcern] = None,
+        read_preference: Optional[ServerMode] = None,
+        codec_options: Optional[CodecOptions] = None,
+        raw_data: Optional[bool] = None,
+        validated: bool = False,
+        plain: bool = False,
+    ) -> None:
+        """``plain``: ``spec`` is ``FindSpec.find_one(filter)`` (no other option), whose command ``build``
+        writes at once instead of testing each of the spec's two dozen options (every find_one without
+        options, the most common read, runs it)."""
+        super().__init__(dbname, collection, spec, read_concern=read_concern, read_preference=read_preference,
+                         codec_options=codec_options, raw_data=raw_data, validated=validated)
+        self.plain = plain
+
+    def build(self, wire: WireInfo) -> Command:
+        spec_filter = self.spec.filter
+        if not self.plain or spec_filter is None or "$query" in spec_filter:
+            return super().build(wire)
+        # What FindOperation.build makes of the find_one template, in its order (tests/test_find_one_build.py).
+        body: dict[str, Any] = {"find": self.collection, "filter": spec_filter, "limit": 1, "singleBatch": True}
+        read_concern_field(body, self.read_concern)
+        raw_data_field(body, self.raw_data, wire)
+        return Command(self.dbname, body)
+
     def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> Any:
         if reply is None:
             raise ValueError("find is always acknowledged")
