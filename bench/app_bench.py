@@ -1,9 +1,11 @@
 """The app users run: a small WSGI app under gunicorn's gevent worker, greenmongo against PyMongo.
 
 bench/app_bench_wsgi.py (find_one by _id, insert_one, a small aggregate) runs under
-``gunicorn -k gevent --worker-connections 1000`` with 1 and 2 workers, against a SecantusDB this script
-starts (``secantusd-py``, in memory), once with greenmongo and once with PyMongo 4.20 (which gunicorn's
-gevent worker runs under ``monkey.patch_all()``), each configuration for both drivers back to back. An HTTP
+``gunicorn -k gevent --worker-connections 1000`` with 1 and 2 workers, once with greenmongo and once with
+PyMongo 4.20 (which gunicorn's gevent worker runs under ``monkey.patch_all()``), each configuration for both
+drivers back to back (taking turns going first), every run against a fresh, freshly seeded SecantusDB this
+script starts (``secantusd-py``, in memory: it gets slower as writes pile up, so a shared one would favour
+whichever driver ran first). An HTTP
 load generator keeps 50 and 500 keep-alive connections busy (and 500 with maxPoolSize=10) with a mix of
 70% ``GET /find/<id>``, 20% ``POST /insert`` and 10% ``GET /agg/<id>``; then the same with ``--preload``
 (the client created in gunicorn's master before the workers fork: each worker must work with the client it
@@ -357,70 +359,81 @@ def measure(app: Gunicorn, loadgen: LoadGenerator, server_pids: list[int], conne
     return figures
 
 
-def run_matrix(args: argparse.Namespace) -> dict:
+def start_app(driver: str, workers: int, preload: bool, uri: str, pool: int, results: dict) -> tuple[Gunicorn, bool]:
+    """gunicorn serving ``driver``; (the app, whether it fell back to PyMongo's ``connect=False``)."""
+    try:
+        return Gunicorn(driver, workers, preload, uri, pool), False
+    except RuntimeError as exc:
+        if not (preload and driver == "pymongo"):
+            raise
+        # As users find out: PyMongo's client, created in the master, leaves its monitors' weakref proxies dead
+        # in the forked worker, and the worker's patch_all (which looks at every object for locks) raises on
+        # them. Record that, then measure PyMongo's advice for forking servers: connect=False (no monitors until
+        # first use).
+        reason = next((line for line in str(exc).splitlines() if "Error" in line), str(exc)).strip()
+        failure = {"driver": driver, "workers": workers, "preload": preload, "max_pool_size": pool, "reason": reason}
+        failures = results.setdefault("boot_failures", [])
+        if failure not in failures:
+            failures.append(failure)
+            print(f"  {driver} w={workers} preload maxPoolSize={pool}: workers failed to boot ({reason}); "
+                  "again with MongoClient(connect=False)", flush=True)
+        return Gunicorn(driver, workers, preload, uri, pool, connect=False), True
+
+
+def run_one(args: argparse.Namespace, loadgen: LoadGenerator, results: dict, driver: str, workers: int,
+            preload: bool, scenario: tuple[str, int, int]) -> None:
+    """One measured run, on a server of its own: SecantusDB gets slower as writes pile up (several times the
+    CPU per request after some thousands of inserts), so on a shared server whichever run came first would
+    have the faster server."""
     from tests.servers.secantus import SecantusServer
 
-    loadgen = LoadGenerator(args.loadgen, args.wrk_threads)
+    name, connections, pool = scenario
     server = SecantusServer().start()
-    results: dict[str, Any] = {"loadgen": args.loadgen, "duration_s": args.duration, "runs": [],
-                               "loadavg_start": os.getloadavg()}
     try:
         seed(server.uri)
         server_pids = group_pids(server.process.pid)
+        app, connect_false = start_app(driver, workers, preload, server.uri, pool, results)
+        try:
+            answers = app.whoami(4)
+            inherited = all(answer["client_pid"] != answer["pid"] for answer in answers)
+            if preload and not inherited:
+                raise RuntimeError(f"--preload, yet the client was not created in the master: {answers}")
+            try:
+                figures = measure(app, loadgen, server_pids, connections, args.duration, args.warmup)
+            except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
+                # One broken run (the app stopped answering) is a result; the matrix goes on.
+                failure = {"driver": driver, "workers": workers, "preload": preload, "scenario": name,
+                           "connect_false": connect_false, "reason": f"{exc!r}",
+                           "gunicorn_log": app.log_tail()[-1500:]}
+                results.setdefault("run_failures", []).append(failure)
+                print(f"  {driver} w={workers} {'preload' if preload else 'no-preload'} {name}: FAILED ({exc!r}); "
+                      f"gunicorn's log ends: {failure['gunicorn_log'][-600:]}", flush=True)
+                return
+            row = {"driver": driver, "workers": workers, "preload": preload, "scenario": name,
+                   "connections": connections, "max_pool_size": pool, "client_inherited_from_master": inherited,
+                   "connect_false": connect_false, **figures}
+            results["runs"].append(row)
+            print(_row_line(row), flush=True)
+        finally:
+            app.stop()
+    finally:
+        server.stop()
+
+
+def run_matrix(args: argparse.Namespace) -> dict:
+    loadgen = LoadGenerator(args.loadgen, args.wrk_threads)
+    results: dict[str, Any] = {"loadgen": args.loadgen, "duration_s": args.duration, "runs": [],
+                               "loadavg_start": os.getloadavg()}
+    try:
         for workers in args.workers:
             for preload in args.preload:
-                for pool in sorted({max_pool for name, _, max_pool in args.scenarios}, reverse=True):
-                    scenarios = [s for s in args.scenarios if s[2] == pool]
-                    for driver in args.drivers:
-                        try:
-                            app = Gunicorn(driver, workers, preload, server.uri, pool)
-                            connect_false = False
-                        except RuntimeError as exc:
-                            if not (preload and driver == "pymongo"):
-                                raise
-                            # As users find out: PyMongo's client, created in the master, leaves its monitors'
-                            # weakref proxies dead in the forked worker, and the worker's patch_all (which looks
-                            # at every object for locks) raises on them. Record that, then measure PyMongo's
-                            # advice for forking servers: connect=False (no monitors until first use).
-                            reason = next((line for line in str(exc).splitlines() if "Error" in line), str(exc))
-                            results.setdefault("boot_failures", []).append(
-                                {"driver": driver, "workers": workers, "preload": preload, "max_pool_size": pool,
-                                 "reason": reason.strip()})
-                            print(f"  {driver} w={workers} preload maxPoolSize={pool}: workers failed to boot "
-                                  f"({reason.strip()}); again with MongoClient(connect=False)", flush=True)
-                            app = Gunicorn(driver, workers, preload, server.uri, pool, connect=False)
-                            connect_false = True
-                        try:
-                            answers = app.whoami(4)
-                            inherited = all(answer["client_pid"] != answer["pid"] for answer in answers)
-                            if preload and not inherited:
-                                raise RuntimeError(f"--preload, yet the client was not created in the master: "
-                                                   f"{answers}")
-                            for name, connections, _ in scenarios:
-                                try:
-                                    figures = measure(app, loadgen, server_pids, connections, args.duration,
-                                                      args.warmup)
-                                except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
-                                    # One broken run (the app stopped answering) is a result; the matrix goes on.
-                                    failure = {"driver": driver, "workers": workers, "preload": preload,
-                                               "scenario": name, "connect_false": connect_false,
-                                               "reason": f"{exc!r}", "gunicorn_log": app.log_tail()[-1500:]}
-                                    results.setdefault("run_failures", []).append(failure)
-                                    print(f"  {driver} w={workers} {'preload' if preload else 'no-preload'} {name}: "
-                                          f"FAILED ({exc!r}); gunicorn's log ends: {failure['gunicorn_log'][-600:]}",
-                                          flush=True)
-                                    break
-                                row = {"driver": driver, "workers": workers, "preload": preload,
-                                       "scenario": name, "connections": connections, "max_pool_size": pool,
-                                       "client_inherited_from_master": inherited,
-                                       "connect_false": connect_false, **figures}
-                                results["runs"].append(row)
-                                print(_row_line(row), flush=True)
-                        finally:
-                            app.stop()
+                for number, scenario in enumerate(args.scenarios):
+                    # The drivers take turns going first, so neither always meets the machine as the other left it.
+                    drivers = args.drivers if number % 2 == 0 else args.drivers[::-1]
+                    for driver in drivers:
+                        run_one(args, loadgen, results, driver, workers, preload, scenario)
     finally:
         loadgen.close()
-        server.stop()
     results["loadavg_end"] = os.getloadavg()
     return results
 
@@ -455,7 +468,7 @@ def print_table(results: dict) -> None:
             keys.append(key)
     for key in keys:
         by_driver = {row["driver"]: row for row in rows if (row["workers"], row["preload"], row["scenario"]) == key}
-        for driver, row in by_driver.items():
+        for driver, row in sorted(by_driver.items(), key=lambda item: item[0] != "greenmongo"):
             label = driver + ("*" if row.get("connect_false") else "")
             print(f"{key[0]:>7} {'yes' if key[1] else 'no':>7} {key[2]:<12} {label:<10} {row['requests_per_s']:7.0f} "
                   f"{row['p50_ms']:7.1f} {row['p99_ms']:7.1f} {row['max_ms']:7.1f} {row['errors']:6d} "
