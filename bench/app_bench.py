@@ -14,12 +14,14 @@ inherited, which ``/whoami`` checks before the load).
 Per run: requests/s, p50/p99/max latency, errors (socket errors, timeouts and non-2xx answers), the
 workers' CPU per request and the server's CPU (per request and as a share of one core), both from /proc
 (two cores shared by server, workers and load generator: the server is usually the bottleneck). The table
-ends with greenmongo/PyMongo ratios.
+ends with greenmongo/PyMongo ratios. A control per driver and worker count, ``GET /ping`` (no database) under
+the same load, gives what serving a request costs the worker without a driver (gunicorn, gevent, WSGI,
+JSON); each run's worker CPU less that is the driver's share, printed with its ratio.
 
 The load generator is ``wrk`` (Debian's package) when installed; otherwise (or with ``--loadgen gevent``)
 a cooperative gevent HTTP/1.1 keep-alive client in its own process, with the same mix and figures.
 
-    python bench/app_bench.py                      # the whole matrix (~8 minutes)
+    python bench/app_bench.py                      # the whole matrix (~10 minutes)
     python bench/app_bench.py --workers 1 --no-preload --duration 5
     python bench/app_bench.py --smoke --json out.json   # a few seconds: CI (tests/test_bench_smoke.py)
 
@@ -64,6 +66,9 @@ function init(args)
   math.randomseed(os.time() * 1000 + thread_id)
 end
 function request()
+  if %(http_only)s then
+    return wrk.format("GET", "/ping")
+  end
   local roll = math.random(100)
   if roll <= 70 then
     return wrk.format("GET", "/find/" .. math.random(1, %(items)d))
@@ -142,8 +147,10 @@ def free_port() -> int:
 
 # -- the fallback load generator (its own process) -------------------------------------------------
 
-def gevent_loadgen(port: int, connections: int, duration: float, items: int, seed: int) -> dict:
-    """wrk's job on gevent sockets: ``connections`` keep-alive connections, each one request at a time."""
+def gevent_loadgen(port: int, connections: int, duration: float, items: int, seed: int,
+                   http_only: bool = False) -> dict:
+    """wrk's job on gevent sockets: ``connections`` keep-alive connections, each one request at a time
+    (``http_only``: every request a ``GET /ping``, which touches no database)."""
     import random
 
     import gevent
@@ -155,6 +162,8 @@ def gevent_loadgen(port: int, connections: int, duration: float, items: int, see
     deadline = time.monotonic() + duration
 
     def request() -> bytes:
+        if http_only:
+            return b"GET /ping HTTP/1.1\r\nHost: bench\r\n\r\n"
         roll = rng.randint(1, 100)
         if roll <= 70:
             return f"GET /find/{rng.randint(1, items)} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
@@ -225,20 +234,22 @@ def gevent_loadgen(port: int, connections: int, duration: float, items: int, see
 class LoadGenerator:
     def __init__(self, kind: str, threads: int) -> None:
         self.kind, self.threads = kind, threads
-        self._script = None
+        self._scripts: dict[bool, str] = {}  # http_only -> wrk's Lua script
         if kind == "wrk":
-            self._script = tempfile.NamedTemporaryFile("w", suffix=".lua", prefix="app-bench-", delete=False)
-            self._script.write(WRK_SCRIPT % {"items": ITEMS, "mark": MARK})
-            self._script.close()
+            for http_only in (False, True):
+                with tempfile.NamedTemporaryFile("w", suffix=".lua", prefix="app-bench-", delete=False) as script:
+                    script.write(WRK_SCRIPT % {"items": ITEMS, "mark": MARK, "http_only": str(http_only).lower()})
+                self._scripts[http_only] = script.name
 
-    def run(self, port: int, connections: int, duration: float) -> dict:
+    def run(self, port: int, connections: int, duration: float, http_only: bool = False) -> dict:
+        """The app's mix of requests, or (``http_only``) only ``GET /ping``, which touches no database."""
         if self.kind == "wrk":
             command = ["wrk", "-t", str(min(self.threads, connections)), "-c", str(connections),
-                       "-d", f"{max(1, round(duration))}s", "--timeout", f"{REQUEST_TIMEOUT}s", "-s", self._script.name,
-                       f"http://127.0.0.1:{port}"]
+                       "-d", f"{max(1, round(duration))}s", "--timeout", f"{REQUEST_TIMEOUT}s",
+                       "-s", self._scripts[http_only], f"http://127.0.0.1:{port}"]
         else:
             command = [sys.executable, str(Path(__file__).resolve()), "--loadgen-run",
-                       json.dumps([port, connections, duration, ITEMS, int(time.time())])]
+                       json.dumps([port, connections, duration, ITEMS, int(time.time()), http_only])]
         done = subprocess.run(command, capture_output=True, text=True, timeout=duration + 60)
         for line in done.stdout.splitlines():
             if line.startswith(MARK):
@@ -247,8 +258,8 @@ class LoadGenerator:
                            f"{done.stdout[-1500:]}{done.stderr[-1500:]}")
 
     def close(self) -> None:
-        if self._script is not None:
-            os.unlink(self._script.name)
+        for name in self._scripts.values():
+            os.unlink(name)
 
 
 # -- gunicorn ---------------------------------------------------------------------------------------
@@ -336,15 +347,15 @@ def seed(uri: str) -> None:
 
 
 def measure(app: Gunicorn, loadgen: LoadGenerator, server_pids: list[int], connections: int, duration: float,
-            warmup: float) -> dict:
+            warmup: float, http_only: bool = False) -> dict:
     if warmup > 0:
-        loadgen.run(app.port, connections, warmup)
+        loadgen.run(app.port, connections, warmup, http_only)
     # Requests the previous run left queued in the worker still hold the pool and the server: wait until a
     # new one is answered, so this run starts from an idle app.
     http_get(app.port, "/whoami", timeout=120)
     workers = app.worker_pids()
     worker_before, server_before = cpu_seconds(workers), cpu_seconds(server_pids)
-    figures = loadgen.run(app.port, connections, duration)
+    figures = loadgen.run(app.port, connections, duration, http_only)
     worker_cpu = used(worker_before, cpu_seconds(app.worker_pids()))
     server_cpu = used(server_before, cpu_seconds(server_pids))
     requests = max(figures["requests"], 1)
@@ -381,10 +392,10 @@ def start_app(driver: str, workers: int, preload: bool, uri: str, pool: int, res
 
 
 def run_one(args: argparse.Namespace, loadgen: LoadGenerator, results: dict, driver: str, workers: int,
-            preload: bool, scenario: tuple[str, int, int]) -> None:
+            preload: bool, scenario: tuple[str, int, int], http_only: bool = False) -> None:
     """One measured run, on a server of its own: SecantusDB gets slower as writes pile up (several times the
     CPU per request after some thousands of inserts), so on a shared server whichever run came first would
-    have the faster server."""
+    have the faster server. ``http_only``: the control (only ``GET /ping``), recorded under "controls"."""
     from tests.servers.secantus import SecantusServer
 
     name, connections, pool = scenario
@@ -399,7 +410,7 @@ def run_one(args: argparse.Namespace, loadgen: LoadGenerator, results: dict, dri
             if preload and not inherited:
                 raise RuntimeError(f"--preload, yet the client was not created in the master: {answers}")
             try:
-                figures = measure(app, loadgen, server_pids, connections, args.duration, args.warmup)
+                figures = measure(app, loadgen, server_pids, connections, args.duration, args.warmup, http_only)
             except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
                 # One broken run (the app stopped answering) is a result; the matrix goes on.
                 failure = {"driver": driver, "workers": workers, "preload": preload, "scenario": name,
@@ -412,7 +423,7 @@ def run_one(args: argparse.Namespace, loadgen: LoadGenerator, results: dict, dri
             row = {"driver": driver, "workers": workers, "preload": preload, "scenario": name,
                    "connections": connections, "max_pool_size": pool, "client_inherited_from_master": inherited,
                    "connect_false": connect_false, **figures}
-            results["runs"].append(row)
+            results["controls" if http_only else "runs"].append(row)
             print(_row_line(row), flush=True)
         finally:
             app.stop()
@@ -422,10 +433,16 @@ def run_one(args: argparse.Namespace, loadgen: LoadGenerator, results: dict, dri
 
 def run_matrix(args: argparse.Namespace) -> dict:
     loadgen = LoadGenerator(args.loadgen, args.wrk_threads)
-    results: dict[str, Any] = {"loadgen": args.loadgen, "duration_s": args.duration, "runs": [],
+    results: dict[str, Any] = {"loadgen": args.loadgen, "duration_s": args.duration, "runs": [], "controls": [],
                                "loadavg_start": os.getloadavg()}
+    _, connections, pool = args.scenarios[0]
+    control = (f"ping-c{connections}", connections, pool)
     try:
         for workers in args.workers:
+            # What serving a request costs the worker without any database: gunicorn, gevent, WSGI, JSON. The rest
+            # of a run's worker CPU per request is the driver's (and the app's few lines around it).
+            for driver in args.drivers:
+                run_one(args, loadgen, results, driver, workers, False, control, http_only=True)
             for preload in args.preload:
                 for number, scenario in enumerate(args.scenarios):
                     # The drivers take turns going first, so neither always meets the machine as the other left it.
@@ -497,6 +514,28 @@ def print_table(results: dict) -> None:
                       for k in keys for r in rows
                       if r["driver"] == "greenmongo" and (r["workers"], r["preload"], r["scenario"]) == k
                       and r["p50_ms"]))
+    print_driver_share(results)
+
+
+def print_driver_share(results: dict) -> None:
+    """Each run's worker CPU per request less the control's (same driver and worker count): the driver's share."""
+    controls = {(row["driver"], row["workers"]): row["worker_cpu_us_per_request"] for row in results["controls"]}
+    if not controls:
+        return
+    print("\nworker CPU per request without the database (GET /ping: gunicorn, gevent, WSGI, JSON; same load): "
+          + ", ".join(f"{driver} w={workers} {value:.0f} us" for (driver, workers), value in controls.items()))
+    print("the drivers' share (wCPU less that, us/req), greenmongo / PyMongo: "
+          + ", ".join(_share(results["runs"], controls, key) for key in
+                      dict.fromkeys((r["workers"], r["preload"], r["scenario"]) for r in results["runs"])))
+
+
+def _share(rows: list[dict], controls: dict, key: tuple) -> str:
+    own = {row["driver"]: row["worker_cpu_us_per_request"] - controls.get((row["driver"], row["workers"]), 0.0)
+           for row in rows if (row["workers"], row["preload"], row["scenario"]) == key}
+    label = f"{key[2]} w={key[0]}{' preload' if key[1] else ''}"
+    if "greenmongo" in own and "pymongo" in own:
+        return f"{label}: {own['greenmongo']:.0f}/{own['pymongo']:.0f} = {_ratio(own['greenmongo'], own['pymongo'])}"
+    return f"{label}: " + "/".join(f"{value:.0f}" for value in own.values())
 
 
 def main() -> None:

@@ -11,7 +11,8 @@ forking servers, and the workaround app_bench falls back to when PyMongo's worke
 (maxPoolSize), ``APPBENCH_ITEMS`` (how many ``items`` documents app_bench seeded, ``_id`` 1..N).
 
 Routes: ``GET /find/<id>`` (find_one by _id), ``POST /insert`` (insert_one), ``GET /agg/<id>`` (a $match on 10 ids
-and a $group), ``GET /whoami`` (this process, the process that created the client, one find_one).
+and a $group), ``GET /whoami`` (this process, the process that created the client, one find_one), ``GET /ping``
+(no database: the control app_bench subtracts to find the driver's share of a request's CPU).
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def application(environ, start_response):
             pipeline = [{"$match": {"_id": {"$in": list(range(first, first + 10))}}},
                         {"$group": {"_id": None, "n": {"$sum": 1}, "total": {"$sum": "$price"}}}]
             return _reply(start_response, "200 OK", list(items.aggregate(pipeline)))
+        if method == "GET" and path == "/ping":  # app_bench's control: a request that touches no database
+            return _reply(start_response, "200 OK", {"pid": os.getpid()})
         if method == "GET" and path == "/whoami":
             found = items.find_one({"_id": 1})
             return _reply(start_response, "200 OK", {"pid": os.getpid(), "client_pid": CLIENT_PID,

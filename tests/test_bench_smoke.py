@@ -79,3 +79,8 @@ def test_app_bench_smoke_both_drivers_answer_every_request(tmp_path: Path) -> No
     assert greenmongo["requests"] > 0 and greenmongo["errors"] == 0, greenmongo
     assert runs["pymongo"]["requests"] > 0, runs["pymongo"]
     assert "gm/pm" in proc.stdout, proc.stdout[-2000:]
+    # The control (GET /ping, no database) ran for both, and the driver's share of each run's CPU is printed.
+    controls = {run["driver"]: run for run in figures["controls"]}
+    assert set(controls) == {"greenmongo", "pymongo"}, figures["controls"]
+    assert all(run["requests"] > 0 and run["errors"] == 0 for run in controls.values()), controls
+    assert "the drivers' share" in proc.stdout, proc.stdout[-2000:]
