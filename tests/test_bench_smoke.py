@@ -84,3 +84,16 @@ def test_app_bench_smoke_both_drivers_answer_every_request(tmp_path: Path) -> No
     assert set(controls) == {"greenmongo", "pymongo"}, figures["controls"]
     assert all(run["requests"] > 0 and run["errors"] == 0 for run in controls.values()), controls
     assert "the drivers' share" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_server_pacing_runs_both_drivers_with_and_without_a_spin(tmp_path: Path) -> None:
+    """bench/server_pacing.py: each driver against a fresh SecantusDB, with no client-side spin and with one."""
+    figures_file = tmp_path / "pacing.json"
+    proc = subprocess.run([sys.executable, "bench/server_pacing.py", "--greenlets", "2", "--spins", "0,50",
+                           "--ops", "40", "--json", str(figures_file)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0 and figures_file.exists(), proc.stdout[-2000:] + proc.stderr[-3000:]
+    runs = json.loads(figures_file.read_text())
+    assert [(run["driver"], run["spin_us"]) for run in runs] == [
+        ("greenmongo", 0.0), ("greenmongo", 50.0), ("pymongo", 0.0), ("pymongo", 50.0)], runs
+    assert all(run["finds_per_s"] > 0 and run["server_cpu_us_per_find"] >= 0 for run in runs), runs
