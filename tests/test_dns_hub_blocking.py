@@ -292,10 +292,10 @@ def measure(port: int, function: str, meter: str, patched: bool) -> dict:
 
 @pytest.mark.parametrize("patched", [False, True], ids=["unpatched", "monkey-patched"])
 def test_200_greenlets_never_stall_the_hub_10ms(dns_server, patched):
-    # Idle, the longest stall is 2-4 ms. A CI run once saw one of 12.5 ms that the run-queue clock did
-    # not explain (wall time equal to the stall: a page fault or a cache miss on a busy machine can look
-    # like that); a resolver that blocks stalls every run (the control sees >= 40 ms each time), so, as
-    # in the monitor's test below, a stall must repeat in a second, fresh run to fail the test.
+    # Idle, the longest stall is 2-4 ms (25 runs of each kind). A CI run once saw one of 12.5 ms that the
+    # run-queue clock did not explain (its cause was not found); a resolver that blocks stalls every run
+    # (the control sees >= 40 ms each time), so, as in the monitor's test below, a stall must repeat in a
+    # second, fresh run to fail the test.
     runs = []
     for _ in range(2):
         report = measure(dns_server.port, "resolve_many", "stall", patched)

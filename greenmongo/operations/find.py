@@ -340,7 +340,7 @@ class FindOneOperation(FindOperation):
         spec_filter = self.spec.filter
         if not self.plain or spec_filter is None or "$query" in spec_filter:
             return super().build(wire)
-        # What FindOperation.build makes of the find_one template, in its order (tests/test_find_one_build.py).
+        # What FindOperation.build makes of the find_one template, in its order (tests/test_operations_find.py).
         body: dict[str, Any] = {"find": self.collection, "filter": spec_filter, "limit": 1, "singleBatch": True}
         read_concern_field(body, self.read_concern)
         raw_data_field(body, self.raw_data, wire)
