@@ -191,13 +191,17 @@ class FindOperation(Operation[CursorState]):
         codec_options: Optional[CodecOptions] = None,
         raw_data: Optional[bool] = None,
         validated: bool = False,
+        plain: bool = False,
     ) -> None:
-        """``validated``: ``spec`` is already the result of ``FindSpec.validated()`` (or ``find_one``)."""
+        """``validated``: ``spec`` is already the result of ``FindSpec.validated()`` (or ``find_one``). ``plain``:
+        ``spec`` is ``FindSpec.find_one(filter)`` (no other option), whose command ``build`` writes at once
+        instead of testing each of the spec's two dozen options (every find_one without options runs it)."""
         super().__init__(dbname, read_preference=read_preference, codec_options=codec_options)
         self.collection = collection
         self.spec = spec if validated and spec is not None else (spec or FindSpec()).validated()
         self.read_concern = read_concern
         self.raw_data = raw_data
+        self.plain = plain
 
     @property
     def tailable(self) -> bool:
@@ -244,6 +248,12 @@ class FindOperation(Operation[CursorState]):
 
     def build(self, wire: WireInfo) -> Command:
         spec = self.spec
+        if self.plain and spec.filter is not None and "$query" not in spec.filter:
+            # What the rest makes of the find_one template, in its order (tests/test_operations_find.py).
+            plain: dict[str, Any] = {"find": self.collection, "filter": spec.filter, "limit": 1, "singleBatch": True}
+            read_concern_field(plain, self.read_concern)
+            raw_data_field(plain, self.raw_data, wire)
+            return Command(self.dbname, plain)
         if (spec.min is not None or spec.max is not None) and spec.hint is None:
             raise InvalidOperation("Passing a 'hint' is required when using the min/max query option to "
                                    "ensure the query utilizes the correct index")
@@ -315,36 +325,6 @@ class FindOneOperation(FindOperation):
     cursor is still open (a server that ignored singleBatch) is a CursorState, which the caller closes."""
 
     lazy_batches = False  # one document, decoded at once
-
-    def __init__(
-        self,
-        dbname: str,
-        collection: str,
-        spec: Optional[FindSpec] = None,
-        *,
-        read_concern: Optional[ReadConcern] = None,
-        read_preference: Optional[ServerMode] = None,
-        codec_options: Optional[CodecOptions] = None,
-        raw_data: Optional[bool] = None,
-        validated: bool = False,
-        plain: bool = False,
-    ) -> None:
-        """``plain``: ``spec`` is ``FindSpec.find_one(filter)`` (no other option), whose command ``build``
-        writes at once instead of testing each of the spec's two dozen options (every find_one without
-        options, the most common read, runs it)."""
-        super().__init__(dbname, collection, spec, read_concern=read_concern, read_preference=read_preference,
-                         codec_options=codec_options, raw_data=raw_data, validated=validated)
-        self.plain = plain
-
-    def build(self, wire: WireInfo) -> Command:
-        spec_filter = self.spec.filter
-        if not self.plain or spec_filter is None or "$query" in spec_filter:
-            return super().build(wire)
-        # What FindOperation.build makes of the find_one template, in its order (tests/test_operations_find.py).
-        body: dict[str, Any] = {"find": self.collection, "filter": spec_filter, "limit": 1, "singleBatch": True}
-        read_concern_field(body, self.read_concern)
-        raw_data_field(body, self.raw_data, wire)
-        return Command(self.dbname, body)
 
     def parse(self, reply: Optional[Mapping[str, Any]], wire: WireInfo) -> Any:
         if reply is None:
