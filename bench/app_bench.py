@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from benchlib import child_env
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -274,7 +276,7 @@ class Gunicorn:
         command = [str(Path(sys.executable).parent / "gunicorn"), "-k", "gevent", "-w", str(workers),
                    "--worker-connections", "1000", "-b", f"127.0.0.1:{self.port}", "--log-level", "warning",
                    "--timeout", "60", *(["--preload"] if preload else []), "app_bench_wsgi:application"]
-        env = {key: value for key, value in os.environ.items() if key != "GREENMONGO_TEST_PATCHED"}
+        env = child_env()
         env.update(APPBENCH_DRIVER=driver, MONGODB_URI=uri, APPBENCH_MAX_POOL=str(max_pool),
                    APPBENCH_ITEMS=str(ITEMS), APPBENCH_CONNECT="1" if connect else "0",
                    PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "bench"), env.get("PYTHONPATH", "")]))
@@ -510,7 +512,7 @@ def print_table(results: dict) -> None:
           "(the load generator then reconnects).")
     print("wCPU: the gunicorn workers' user+system CPU per request; srvCPU: SecantusDB's; srv core: its CPU "
           "as a share of one core over the run. greenmongo's p99 against its own p50 (a fair queue): "
-          + ", ".join(f"{k[2]} w={k[0]}{' preload' if k[1] else ''}: {r['p99_ms'] / r['p50_ms']:.1f}x"
+          + ", ".join(f"{_label(k)}: {r['p99_ms'] / r['p50_ms']:.1f}x"
                       for k in keys for r in rows
                       if r["driver"] == "greenmongo" and (r["workers"], r["preload"], r["scenario"]) == k
                       and r["p50_ms"]))
@@ -524,18 +526,26 @@ def print_driver_share(results: dict) -> None:
         return
     print("\nworker CPU per request without the database (GET /ping: gunicorn, gevent, WSGI, JSON; same load): "
           + ", ".join(f"{driver} w={workers} {value:.0f} us" for (driver, workers), value in controls.items()))
+    shares = (_share(results["runs"], controls, key) for key in
+              dict.fromkeys((r["workers"], r["preload"], r["scenario"]) for r in results["runs"]))
     print("the drivers' share (wCPU less that, us/req), greenmongo / PyMongo: "
-          + ", ".join(_share(results["runs"], controls, key) for key in
-                      dict.fromkeys((r["workers"], r["preload"], r["scenario"]) for r in results["runs"])))
+          + ", ".join(share for share in shares if share))
 
 
 def _share(rows: list[dict], controls: dict, key: tuple) -> str:
-    own = {row["driver"]: row["worker_cpu_us_per_request"] - controls.get((row["driver"], row["workers"]), 0.0)
-           for row in rows if (row["workers"], row["preload"], row["scenario"]) == key}
-    label = f"{key[2]} w={key[0]}{' preload' if key[1] else ''}"
+    """One configuration's driver shares; empty when a run lacks its control (a control run that failed)."""
+    own = {row["driver"]: row["worker_cpu_us_per_request"] - controls[row["driver"], row["workers"]]
+           for row in rows if (row["workers"], row["preload"], row["scenario"]) == key
+           and (row["driver"], row["workers"]) in controls}
     if "greenmongo" in own and "pymongo" in own:
-        return f"{label}: {own['greenmongo']:.0f}/{own['pymongo']:.0f} = {_ratio(own['greenmongo'], own['pymongo'])}"
-    return f"{label}: " + "/".join(f"{value:.0f}" for value in own.values())
+        return (f"{_label(key)}: {own['greenmongo']:.0f}/{own['pymongo']:.0f} = "
+                f"{_ratio(own['greenmongo'], own['pymongo'])}")
+    return f"{_label(key)}: " + "/".join(f"{value:.0f}" for value in own.values()) if own else ""
+
+
+def _label(key: tuple) -> str:
+    """A configuration (workers, preload, scenario) as the report names it."""
+    return f"{key[2]} w={key[0]}{' preload' if key[1] else ''}"
 
 
 def main() -> None:

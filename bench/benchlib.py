@@ -39,6 +39,13 @@ GRIDFS_MULTI_FILES, GRIDFS_MULTI_BYTES = 50, 5 * 1024 * 1024
 GRIDFS_LARGE_BYTES = 52_428_800
 
 
+def child_env(*drop: str) -> dict[str, str]:
+    """This process's environment for a benchmark's child process, less ``drop`` and the test suite's
+    ``GREENMONGO_TEST_PATCHED``: each peer decides its own patching (the smoke tests run the scripts from a
+    pass that sets it)."""
+    return {key: value for key, value in os.environ.items() if key not in ("GREENMONGO_TEST_PATCHED", *drop)}
+
+
 def nearest_rank(sorted_values: list[float], percentile: float) -> float:
     """The spec's percentile: index ``int(N * p / 100) - 1`` of the ascending values."""
     index = max(0, int(len(sorted_values) * percentile / 100) - 1)

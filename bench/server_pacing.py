@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchlib import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,7 +40,6 @@ def run_client(config: dict) -> dict:
     import gevent
 
     sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "bench"))
     from app_bench import cpu_seconds, group_pids, used
     from tests.servers.secantus import SecantusServer
 
@@ -86,7 +86,7 @@ def main() -> None:
         return
     print(f"find_one by _id from {args.greenlets} greenlets, {args.ops} finds per run, a fresh SecantusDB each run")
     print(f"{'driver':<11} {'spin us':>7} | {'server CPU us/find':>18} {'finds/s':>8}")
-    env = {key: value for key, value in os.environ.items() if key != "GREENMONGO_TEST_PATCHED"}
+    env = child_env()
     runs = []
     for driver in args.drivers.split(","):
         for spin in (float(value) for value in args.spins.split(",")):

@@ -27,6 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchlib import child_env
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -54,8 +56,7 @@ print(json.dumps({{"import_ms": (imported - imported_at) * 1e3, "construct_ms": 
 
 
 def _env(pycache: str) -> dict:
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONDONTWRITEBYTECODE", "GREENMONGO_TEST_PATCHED")}
+    env = child_env("PYTHONDONTWRITEBYTECODE")
     env["PYTHONPYCACHEPREFIX"] = pycache
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
