@@ -65,7 +65,6 @@ import gevent
 import pytest
 
 from tests.plugins import distributed
-from tests.thread_clocks import ThreadClocks, steal_between
 
 THRESHOLD = float(os.environ.get("GREENMONGO_HUB_BLOCK_THRESHOLD", "0.1"))
 SAMPLE_INTERVAL = 0.01  # seconds between the watchdog's checks (the monitor thread's period)
@@ -214,6 +213,50 @@ def snapshot(stack: Sequence[Entry], limit: int = STACK_LIMIT) -> tuple[Frame, .
 
 # -- clocks of what is not the greenlet running ---------------------------------------------------
 
+class ThreadClocks:
+    """Cumulative seconds the hub's thread spent queued for a CPU (Linux ``schedstat``), and the
+    hypervisor's steal time per CPU (``/proc/stat``). Zero where Linux does not provide them.
+
+    Opened in the hub's thread (``/proc/thread-self`` names the thread that opens it); read from
+    the monitor thread.
+    """
+
+    def __init__(self) -> None:
+        self._schedstat = self._open("/proc/thread-self/schedstat")
+        self._stat = self._open("/proc/stat")
+        self._tick = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+
+    @staticmethod
+    def _open(path: str) -> Optional[int]:
+        try:
+            return os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+
+    def sched(self) -> tuple[float, float]:
+        """(seconds on a CPU, seconds queued for one): a thread that neither ran nor queued slept."""
+        if self._schedstat is None:
+            return 0.0, 0.0
+        fields = os.pread(self._schedstat, 128, 0).split()
+        return int(fields[0]) / 1e9, int(fields[1]) / 1e9
+
+    def steal(self) -> tuple[float, ...]:
+        if self._stat is None:
+            return ()
+        steal = []
+        for line in os.pread(self._stat, 65536, 0).split(b"\n"):
+            if line.startswith(b"cpu") and line[3:4].isdigit():
+                fields = line.split()
+                steal.append(int(fields[8]) * self._tick if len(fields) > 8 else 0.0)
+        return tuple(steal)
+
+    def close(self) -> None:
+        for fd in (self._schedstat, self._stat):
+            if fd is not None:
+                os.close(fd)
+        self._schedstat = self._stat = None
+
+
 @dataclass(frozen=True)
 class Mark:
     """One sample's readings of the cumulative clocks."""
@@ -223,6 +266,11 @@ class Mark:
     steal: tuple[float, ...] = ()  # steal seconds per CPU
     gc: float = 0.0  # seconds spent collecting garbage
     ran: float = 0.0  # seconds the hub's thread was on a CPU (user and kernel): not a discount, a diagnosis
+
+
+def _steal_between(first: tuple[float, ...], last: tuple[float, ...]) -> float:
+    """The most any one CPU lost to the hypervisor (the hub's thread ran on one of them)."""
+    return max((b - a for a, b in zip(first, last)), default=0.0)
 
 
 # -- what the watchdog found ---------------------------------------------------------------------
@@ -296,7 +344,7 @@ class Stretch:
         if wall < self.threshold:
             return
         block = Block(self.greenlet, self.spawned, self.test, wall, mark.queued - first.queued,
-                      steal_between(first.steal, mark.steal), mark.gc - first.gc, location,
+                      _steal_between(first.steal, mark.steal), mark.gc - first.gc, location,
                       ran=mark.ran - first.ran)
         if self.longest is None or block.wall > self.longest.wall:
             self.longest = block
