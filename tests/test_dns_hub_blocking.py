@@ -3,18 +3,16 @@
 200 greenlets resolve ``mongodb+srv`` names (SRV + TXT, a TCP fallback, slow
 answers) against the loopback DNS server, which runs in another process so
 that a blocking resolver would still get its answers and only the hub
-measurements could tell. Two independent measurements:
+measurements could tell. Two independent measurements (tests/hub_meters.py):
 
 * ``StallMeter``: a greenlet trace hook timing how long any non-hub greenlet
-  runs without switching back (the hub cannot run meanwhile): wall time minus
-  the time Linux kept the thread runnable but descheduled (``schedstat``), so
-  running and sleeping in a blocking syscall both count in full, while the OS
-  preempting us on a busy shared machine is not blamed on the resolver;
-* gevent's own monitor thread (``monitor_thread`` / ``max_blocking_time``),
-  collecting every ``EventLoopBlocked`` it reports.
-
-  Its check is wall-clock, so each report is classed against the thread's
-  run-queue delay and only reports not explained by preemption count.
+  runs without switching back (the hub cannot run meanwhile), less the time
+  Linux kept the thread runnable but not running: running and sleeping in a
+  blocking syscall both count in full, the OS preempting us does not;
+* gevent's own monitor thread (``max_blocking_time`` = 10 ms) in ``HubMonitor``:
+  a report counts only when it is not explained by the OS preempting the hub's
+  thread or the monitor thread (which may hold the GIL meanwhile), by the
+  garbage collector, or by gevent's own previous report.
 
 Each meter gets its own pass, and every pass runs in a fresh interpreter
 (``measure``), unpatched or after ``monkey.patch_all()``. A control runs
@@ -30,19 +28,17 @@ TCP) stays far below the bound.
 from __future__ import annotations
 
 import gc
-import io
 import json
 import os
 import subprocess
 import sys
 import time
-import warnings
 from itertools import cycle
-from typing import Any, Callable, Optional
 
 import pytest
 
-MAX_STALL = 0.010  # seconds: the issue's bound
+from tests.hub_meters import MAX_STALL, HubMonitor, StallMeter
+
 GREENLETS = 200
 #: name -> number of seeds expected (slow answers take 50 ms; "many" needs TCP)
 NAMES = {
@@ -55,156 +51,6 @@ NAMES = {
     "many.greenmongo.test": 30,
 }
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class _RunQueueClock:
-    """Seconds this thread has spent runnable but not running (Linux ``schedstat``), or 0 elsewhere."""
-
-    def __init__(self) -> None:
-        try:  # opened by the hub's thread, so it names that thread
-            self._fd: Optional[int] = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-        except OSError:
-            self._fd = None
-
-    def __call__(self) -> float:
-        if self._fd is None:
-            return 0.0
-        return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-
-
-class StallMeter:
-    """Longest time a non-hub greenlet kept the hub from running (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self.longest = 0.0
-        self.longest_wall = 0.0
-        self._previous: Optional[Callable] = None
-
-    def __enter__(self) -> "StallMeter":
-        import greenlet
-        import gevent
-
-        self._hub = gevent.get_hub()
-        gevent.sleep(0)  # the hub's first run installs gevent's own tracer: let it, then chain onto it
-        self._run_queue = _RunQueueClock()
-        self._wall, self._queued = time.perf_counter(), self._run_queue()
-        self._active = True
-        self._previous = greenlet.settrace(self._trace)
-        return self
-
-    def _trace(self, event: str, args: Any) -> None:
-        if self._active and event in ("switch", "throw"):
-            origin, _target = args
-            wall, queued = time.perf_counter(), self._run_queue()
-            if origin is not self._hub:
-                elapsed = wall - self._wall
-                self.longest = max(self.longest, elapsed - (queued - self._queued))
-                self.longest_wall = max(self.longest_wall, elapsed)
-            self._wall, self._queued = time.perf_counter(), self._run_queue()
-        if self._previous is not None:
-            self._previous(event, args)
-
-    def __exit__(self, *exc_info: Any) -> None:
-        import greenlet
-
-        self._active = False
-        if greenlet.gettrace() == self._trace:  # else someone chained onto us: we just forward from now on
-            greenlet.settrace(self._previous)
-        self._run_queue.close()
-
-
-class HubMonitor:
-    """gevent's monitor thread with max_blocking_time=10 ms, collecting its EventLoopBlocked reports.
-
-    Its check is wall-clock: a greenlet preempted by the OS for 10 ms looks
-    blocked too. A sampler on the same monitor thread records this thread's
-    run-queue delay, so each report is classed: ``preempted`` when the thread
-    spent at least half the bound waiting for a CPU around the report, else
-    ``blocked``.
-    """
-
-    def __init__(self, max_blocking_time: float = MAX_STALL) -> None:
-        self.max_blocking_time = max_blocking_time
-        self.blocked = 0
-        self.preempted = 0
-        self.reports: list[str] = []
-        self._samples: list[tuple[float, float]] = []
-        self._passes = 0  # the monitor thread's passes so far, for waiting on them
-
-    def _on_pass(self, hub: Any) -> None:
-        self._passes += 1
-        self._sample(hub)
-
-    def _sample(self, hub: Any) -> None:
-        self._samples.append((time.perf_counter(), self._run_queue()))
-        del self._samples[:-64]
-
-    def _wait_for_passes(self, count: int) -> None:
-        """Wait until the monitor thread has made ``count`` more passes (its blocking check, every
-        ``max_blocking_time``, runs at least every second one: a pass comes every half of that).
-        A monitor thread that died fails here rather than letting the measurement pass unwatched."""
-        from tests.waits import wait_until
-
-        target = self._passes + count
-        wait_until(lambda: self._passes >= target, message=f"{count} passes of the monitor thread")
-
-    def _on_event(self, event: Any) -> None:
-        from gevent.events import EventLoopBlocked
-
-        if not isinstance(event, EventLoopBlocked):
-            return
-        now, queued = time.perf_counter(), self._run_queue()
-        window = [q for t, q in self._samples if t >= now - 0.1] or [queued]
-        if queued - min(window) >= self.max_blocking_time / 2:
-            self.preempted += 1
-        else:
-            self.blocked += 1
-            self.reports.append("\n".join(event.info)[:2000])
-
-    def __enter__(self) -> "HubMonitor":
-        import gevent
-        from gevent import events
-
-        import tests.waits  # noqa: F401 - imported now, not while the monitor thread's first pass is due
-
-        # The monitor thread ends itself at its first pass if the hub greenlet has not started yet
-        # (it takes a not-yet-started hub for a dead one): start the hub first.
-        gevent.sleep(0)
-        self._run_queue = _RunQueueClock()  # opened here, in the hub's thread
-        self._saved = (gevent.config.monitor_thread, gevent.config.max_blocking_time)
-        hub = gevent.get_hub()
-        self._stream, hub.exception_stream = hub.exception_stream, io.StringIO()  # reports: counted, not printed
-        gevent.config.monitor_thread = True
-        gevent.config.max_blocking_time = self.max_blocking_time
-        self._owned_thread = hub.periodic_monitoring_thread is None  # else the session watchdog's: keep it
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "Install psutil" (memory monitoring is not wanted here)
-            thread = hub.start_periodic_monitoring_thread()
-        self._thread = thread
-        thread.add_monitoring_function(self._on_pass, self.max_blocking_time / 2)
-        events.subscribers.append(self._on_event)
-        self._wait_for_passes(3)  # the monitor has taken its first looks (a blocking check among them)
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        import gevent
-        from gevent import events
-
-        self._wait_for_passes(3)  # and a last one, past the end of the work
-        events.subscribers.remove(self._on_event)
-        hub = gevent.get_hub()
-        if self._owned_thread and hub.periodic_monitoring_thread is not None:
-            hub.periodic_monitoring_thread.kill()
-            hub.periodic_monitoring_thread = None
-        else:
-            self._thread.add_monitoring_function(self._on_pass, None)  # None removes it
-        gevent.config.monitor_thread, gevent.config.max_blocking_time = self._saved
-        hub.exception_stream = self._stream
-        self._run_queue.close()
 
 
 def resolve_many(address: tuple[str, int], meter: str) -> dict:
@@ -238,10 +84,10 @@ def resolve_many(address: tuple[str, int], meter: str) -> dict:
     report = {"elapsed": elapsed,
               "wrong": [(name, job.value) for name, job in zip(names, jobs) if job.value != NAMES[name]]}
     if meter == "stall":
-        report.update(longest_stall=measured.longest, longest_wall=measured.longest_wall)
+        report.update(longest_stall=measured.longest, longest_wall=measured.longest_wall, stalls=measured.stalls)
     else:
         report.update(monitor_blocked=measured.blocked, monitor_preempted=measured.preempted,
-                      monitor_reports=measured.reports)
+                      monitor_self_inflicted=measured.self_inflicted, monitor_reports=measured.reports)
     return report
 
 
@@ -259,7 +105,8 @@ def blocking_control(address: tuple[str, int], meter: str) -> dict:
         gevent.joinall([gevent.spawn(one) for _ in range(4)], raise_error=True)
     if meter == "stall":
         return {"longest_stall": measured.longest, "longest_wall": measured.longest_wall}
-    return {"monitor_blocked": measured.blocked, "monitor_preempted": measured.preempted}
+    return {"monitor_blocked": measured.blocked, "monitor_preempted": measured.preempted,
+            "monitor_self_inflicted": measured.self_inflicted}
 
 
 @pytest.fixture(scope="module")
@@ -303,14 +150,16 @@ def test_200_greenlets_never_stall_the_hub_10ms(dns_server, patched):
         runs.append(report)
         if report["longest_stall"] < MAX_STALL:
             break
-    assert report["longest_stall"] < MAX_STALL, runs
+    assert report["longest_stall"] < MAX_STALL, json.dumps(runs, indent=1)
 
 
 @pytest.mark.parametrize("patched", [False, True], ids=["unpatched", "monkey-patched"])
 def test_200_greenlets_gevent_monitor_reports_no_block(dns_server, patched):
-    # At a 10 ms threshold a busy shared machine can still produce one stray report that the
-    # run-queue check does not explain; a real block inside greenmongo shows up in every run,
-    # so a report must repeat in a second, fresh run to fail the test.
+    # Judged by the hub thread's run-queue time alone, one report in each of two fresh runs failed three
+    # CI runs, never here (the monitor thread, preempted while it held the GIL, is one cause that time
+    # cannot show; HubMonitor now takes both threads' off). A real block in the resolver shows up in
+    # every run, so a report must still repeat in a second, fresh run to fail the test; the failure
+    # message has every report whole.
     runs = []
     for _ in range(2):
         report = measure(dns_server.port, "resolve_many", "monitor", patched)

@@ -19,8 +19,8 @@ tests/test_dns_hub_blocking.py does, with its meters:
   more is also attributed by the stack it switched out from, and garbage-collector pauses
   (``gc.callbacks``) inside it are shown apart: stalls in greenmongo, beyond GC, must be 0;
 * gevent's monitor thread at ``max_blocking_time`` = 10 ms (``HubMonitor``), each
-  ``EventLoopBlocked`` checked against a switch clock (see ``GreenmongoHubMonitor``): reports in
-  greenmongo not explained by preemption, GC or gevent's own previous report must be 0.
+  ``EventLoopBlocked`` checked against a switch clock (tests/hub_meters.py): reports in greenmongo
+  not explained by preemption, GC or gevent's own previous report must be 0.
 
 A control run with a command listener that spins the CPU for 50 ms inside greenmongo's
 executor shows that both meters do catch a block in greenmongo. Figures are printed (``-s``).
@@ -40,11 +40,10 @@ import pytest
 
 from tests.servers.secantus import SecantusServer
 from tests.servers.tls_certs import make_ca, make_cert
-from tests.test_dns_hub_blocking import HubMonitor, StallMeter
+from tests.hub_meters import MAX_STALL, HubMonitor, StallMeter
 
 pytestmark = [pytest.mark.server, pytest.mark.slow, pytest.mark.one_pass]  # the stress runs in subprocesses
 
-MAX_STALL = 0.010  # seconds: the issue's bound
 GREENLETS = int(os.environ.get("GREENMONGO_HUB_STRESS_GREENLETS", "1000"))
 OPERATIONS_PER_GREENLET = 3
 SRV_HOST = "stress.greenmongo.test"
@@ -52,7 +51,6 @@ TARGET_HOST = "db.stress.greenmongo.test"
 APP_NAME = "hub-stress"
 SLOW_COMMAND, BLOCK_MS = "distinct", 50
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_GREENMONGO = os.sep + "greenmongo" + os.sep
 
 #: operation -> weight in the mix
 MIX = {"insert_one": 16, "find_one": 16, "update_one": 12, "find": 12, "count": 8, "aggregate": 8,
@@ -105,213 +103,6 @@ class LoopbackNames:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
-
-
-class GcPauses:
-    """Times the garbage collector's pauses (``gc.callbacks``, whichever thread collects)."""
-
-    def __init__(self) -> None:
-        self.pauses: list = []  # (start, seconds)
-        self._started = 0.0
-
-    def _callback(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._started = time.perf_counter()
-        else:
-            self.pauses.append((self._started, time.perf_counter() - self._started))
-
-    def start(self) -> None:
-        gc.callbacks.append(self._callback)
-
-    def stop(self) -> None:
-        gc.callbacks.remove(self._callback)
-
-    def between(self, start: float, end: float) -> float:
-        """Seconds of collection that began in [start, end]."""
-        return sum(seconds for begun, seconds in reversed(self.pauses) if start <= begun <= end)
-
-    @property
-    def longest(self) -> float:
-        return max((seconds for _, seconds in self.pauses), default=0.0)
-
-
-def _stack_of(glet: Any) -> list:
-    """``file:line function`` of a suspended greenlet's frames, innermost first."""
-    frames = []
-    frame = getattr(glet, "gr_frame", None)
-    while frame is not None:
-        frames.append(f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}")
-        frame = frame.f_back
-    return frames
-
-
-class _SchedClock:
-    """This thread's schedstat: ``()`` gives the run-queue seconds; ``on_cpu`` the CPU seconds of
-    the same reading."""
-
-    def __init__(self) -> None:
-        try:
-            self._fd: Optional[int] = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-        except OSError:
-            self._fd = None
-        self.on_cpu = 0.0
-
-    def __call__(self) -> float:
-        if self._fd is None:
-            return 0.0
-        fields = os.pread(self._fd, 128, 0).split()
-        self.on_cpu = int(fields[0]) / 1e9
-        return int(fields[1]) / 1e9
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-
-
-class AttributingStallMeter(StallMeter):
-    """StallMeter that also describes each stall >= MAX_STALL: where the greenlet switched out, and
-    how much of it was on the CPU, queued, or collecting garbage."""
-
-    record_from = MAX_STALL  # stalls this long or longer are described (lower it to study the tail)
-
-    def __enter__(self) -> "AttributingStallMeter":
-        self.stalls: list = []
-        self.gc = GcPauses()
-        self.gc.start()
-        self._on_cpu = 0.0
-        meter = super().__enter__()
-        self._run_queue.close()
-        self._run_queue = _SchedClock()  # the same schedstat reading, with the CPU time as well
-        self._queued, self._on_cpu = self._run_queue(), self._run_queue.on_cpu
-        return meter
-
-    def _trace(self, event: str, args: Any) -> None:
-        if self._active and event in ("switch", "throw"):
-            origin, _target = args
-            wall, queued = time.perf_counter(), self._run_queue()
-            if origin is not self._hub:
-                elapsed = wall - self._wall
-                stall = elapsed - (queued - self._queued)
-                self.longest = max(self.longest, stall)
-                self.longest_wall = max(self.longest_wall, elapsed)
-                if stall >= self.record_from:
-                    frames = _stack_of(origin)
-                    collecting = self.gc.between(self._wall, wall)
-                    self.stalls.append({
-                        "stall": stall, "wall": elapsed, "gc": collecting, "beyond_gc": stall - collecting,
-                        "on_cpu": self._run_queue.on_cpu - self._on_cpu,
-                        "greenmongo": any(_GREENMONGO in line for line in frames),
-                        "stack": frames[:12]})
-            self._wall, self._queued = time.perf_counter(), self._run_queue()
-            self._on_cpu = self._run_queue.on_cpu
-        if self._previous is not None:
-            self._previous(event, args)
-
-    def __exit__(self, *exc_info: Any) -> None:
-        super().__exit__(*exc_info)
-        self.gc.stop()
-
-
-class GreenmongoHubMonitor(HubMonitor):
-    """HubMonitor whose reports are checked against a switch clock before they count.
-
-    gevent's check runs in its monitor thread every 10 ms and reports when no greenlet switched
-    since its previous check. That thread needs the GIL to look, so it tends to look right when
-    the hub's thread gives the GIL up - in a system call - after holding it for a while, and what
-    kept the hub away may have been the OS (preemption), the garbage collector, or gevent's own
-    previous report (formatted holding the GIL: with 1,000 greenlets that takes a while). So a
-    greenlet trace hook notes each switch (time, and the hub thread's run-queue time, read at most
-    once a millisecond), the check is wrapped to note the time it ran, and a report counts as
-    ``blocked`` only if, of the time since the last switch, at least the bound is left after
-    taking off run-queue time and garbage collection; ``self_inflicted`` if the last switch came
-    before gevent's previous report was finished; else ``preempted``. Blocked reports whose stack
-    is in greenmongo are counted apart. The monitor thread makes no system call of its own
-    (each one would cost it the GIL for up to 5 ms and make it look less often): HubMonitor's
-    run-queue sampling is turned off here.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(MAX_STALL)
-        self.self_inflicted = 0
-        self.greenmongo_blocked = 0
-        self.greenmongo_reports: list = []
-        self.gc = GcPauses()
-        self._last_switch = 0.0
-        self._queued_at_switch = 0.0
-        self._queued_read_at = 0.0
-        self._last_report_end = 0.0
-        self._at_check: Optional[tuple] = None
-        self._previous_trace: Any = None
-        self._reported = False
-
-    def _sample(self, hub: Any) -> None:
-        pass  # see the class docstring
-
-    def __enter__(self) -> "GreenmongoHubMonitor":
-        import greenlet
-        import gevent
-
-        super().__enter__()
-        self.gc.start()
-        self._previous_trace = greenlet.settrace(self._trace)  # chained onto gevent's own tracer
-        thread = gevent.get_hub().periodic_monitoring_thread
-        entry = thread._monitoring_functions[0]  # gevent: "the first entry is always monitor_blocking"
-        original = entry.function
-
-        def checked(hub: Any) -> Any:
-            self._at_check = (time.perf_counter(), self._last_switch, self._queued_at_switch)
-            self._reported = False
-            try:
-                return original(hub)
-            finally:
-                self._at_check = None
-                if self._reported:
-                    self._last_report_end = time.perf_counter()
-
-        entry.function = checked
-        return self
-
-    def _trace(self, event: str, args: Any) -> None:
-        if event in ("switch", "throw"):
-            now = time.perf_counter()
-            self._last_switch = now
-            if now - self._queued_read_at >= 0.001:
-                self._queued_at_switch, self._queued_read_at = self._run_queue(), now
-        if self._previous_trace is not None:
-            self._previous_trace(event, args)
-
-    def _on_event(self, event: Any) -> None:
-        from gevent.events import EventLoopBlocked
-
-        if not isinstance(event, EventLoopBlocked) or self._at_check is None:
-            return
-        self._reported = True
-        now, switched, queued_then = self._at_check
-        if switched < self._last_report_end:
-            self.self_inflicted += 1
-            return
-        since = now - switched
-        ran = since - (self._run_queue() - queued_then) - self.gc.between(switched, now)
-        if ran < self.max_blocking_time:
-            self.preempted += 1
-            return
-        self.blocked += 1
-        text = "\n".join(event.info)
-        start = text.find("Blocked Stack")
-        stack = text[start:text.find("Info:", start)] if start >= 0 else ""
-        self.reports.append(f"{since * 1000:.1f} ms since the last switch, {ran * 1000:.1f} ms of them "
-                            f"neither queued nor collecting\n{stack[-3000:]}")
-        if _GREENMONGO in stack:
-            self.greenmongo_blocked += 1
-            self.greenmongo_reports.append(self.reports[-1])
-
-    def __exit__(self, *exc_info: Any) -> None:
-        import greenlet
-
-        if greenlet.gettrace() == self._trace:
-            greenlet.settrace(self._previous_trace)
-        self.gc.stop()
-        super().__exit__(*exc_info)
 
 
 def stress(config: dict) -> dict:
@@ -407,9 +198,9 @@ def stress(config: dict) -> dict:
     gc.collect()
     gc.freeze()  # objects from before the run are not the run's to collect
     try:
-        meter: Any = GreenmongoHubMonitor()
+        meter: Any = HubMonitor()
         if config["meter"] == "stall":
-            meter = AttributingStallMeter()
+            meter = StallMeter()
             meter.record_from = config.get("record_from", MAX_STALL)
         with meter:
             started, cpu_started = time.perf_counter(), time.process_time()
