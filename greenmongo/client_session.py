@@ -206,7 +206,14 @@ class ClientSession:
                 transaction.commit_write_concern(retrying=False), transaction.recovery_token,
                 options.max_commit_time_ms if options is not None else None,
                 majority_on_retry=transaction.commit_write_concern(retrying=True))
-            self._core.execute(operation, session=self._state, deadline=deadline)
+            try:
+                self._core.execute(operation, session=self._state, deadline=deadline)
+            except BaseException as exc:
+                if not isinstance(exc, Exception):
+                    # Interrupted (gevent.Timeout, kill): if nothing was sent, the transaction is still
+                    # open on the server, for end_session to abort.
+                    transaction.end_interrupted()
+                raise
         finally:
             self._end_transaction_span()
 
@@ -227,12 +234,20 @@ class ClientSession:
             return
         operation = AbortTransactionOperation(transaction.commit_write_concern(retrying=False),
                                               transaction.recovery_token)
+        restored = False
         try:
             self._core.execute(operation, session=self._state, deadline=deadline)
         except GreenMongoError:
             pass  # the spec: abortTransaction errors are not reported
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                # Interrupted (gevent.Timeout, kill): if nothing was sent, the transaction is still open on
+                # the server, and keeps its pin, for end_session to abort.
+                restored = transaction.end_interrupted()
+            raise
         finally:
-            transaction.unpin()
+            if not restored:
+                transaction.unpin()
             self._end_transaction_span()
 
     def with_transaction(self, callback: Callable[["ClientSession"], Any], read_concern: Any = None,

@@ -69,6 +69,31 @@ def test_statements_move_starting_to_in_progress_and_commit_sends_once_then_retr
     assert transaction.commit_write_concern(retrying=False) == {"w": "majority", "wtimeout": 50}
 
 
+@pytest.mark.parametrize("begin, ending", [("begin_commit", TransactionState.COMMITTED),
+                                           ("begin_abort", TransactionState.ABORTED)])
+def test_a_commit_or_abort_interrupted_before_any_attempt_is_sent_leaves_the_transaction_in_progress(
+        begin, ending) -> None:
+    transaction = started()
+    transaction.statement_sent()
+    assert getattr(transaction, begin)() is True
+    assert transaction.end_interrupted() is True  # nothing reached the server: it still has it open
+    assert transaction.state is TransactionState.IN_PROGRESS and transaction.active
+    assert getattr(transaction, begin)() is True
+    transaction.end_sent = True  # an attempt went out: its outcome is the server's now
+    assert transaction.end_interrupted() is False
+    assert transaction.state is ending
+
+
+def test_a_repeated_commit_interrupted_before_it_is_sent_stays_committed() -> None:
+    transaction = started()
+    transaction.statement_sent()
+    transaction.begin_commit()
+    transaction.end_sent = True
+    transaction.begin_commit()  # the user commits again after an unknown outcome
+    assert transaction.end_interrupted() is True
+    assert transaction.state is TransactionState.COMMITTED  # the first commit may have landed
+
+
 def test_the_driver_retry_of_a_commit_adds_wtimeout_when_there_is_none() -> None:
     transaction = started()
     transaction.statement_sent()

@@ -4,6 +4,8 @@ connection and the server session are given back)."""
 
 from __future__ import annotations
 
+import gc
+
 import gevent
 import pytest
 
@@ -140,3 +142,77 @@ def test_a_greenlet_killed_inside_a_transaction_leaks_nothing(client, recorder, 
         with session.start_transaction():
             coll.insert_one({"_id": 2}, session=session)
     assert [doc["_id"] for doc in coll.find()] == [2]
+
+
+def _held(client: MongoClient, coll, document_id) -> bool:
+    """Whether an open transaction holds the document: SecantusDB blocks a plain write to it until the write's
+    maxTimeMS runs out."""
+    try:
+        client[coll.database.name].command("update", coll.name, updates=[{"q": {"_id": document_id},
+                                                                           "u": {"$inc": {"probe": 1}}}],
+                                           maxTimeMS=1000)
+    except OperationFailure as exc:
+        if exc.code == 50:  # MaxTimeMSExpired
+            return True
+        raise
+    return False
+
+
+def _queue_a_blocked_kill(client: MongoClient, coll) -> None:
+    """A killCursors queued for the client's next operation, which the server holds for 2 s: the next
+    operation waits there, before anything of its own is sent."""
+    other = coll.database.other
+    other.insert_many([{"_id": i} for i in range(3)])
+    cursor = other.find(batch_size=1)
+    next(cursor)
+    _fail_point(client, {"times": 1}, failCommands=["killCursors"], blockConnection=True, blockTimeMS=2000)
+    del cursor
+    gc.collect()
+    assert client._core.pending_kills == 1
+
+
+@pytest.mark.parametrize("ending", ["commit_transaction", "abort_transaction"])
+def test_a_commit_or_abort_interrupted_before_it_is_sent_leaves_the_abort_to_the_session_end(
+        client, recorder, coll, ending) -> None:
+    """A gevent.Timeout that lands before commitTransaction/abortTransaction reaches the server (here while
+    the client sends a queued killCursors first) leaves the transaction in progress, as it is on the server:
+    ending the session aborts it, rather than leaving it open there, holding what it wrote, until the
+    server's transaction lifetime runs out."""
+    coll.insert_one({"_id": 1})
+    try:
+        with client.start_session() as session:
+            session.start_transaction()
+            coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=session)
+            _queue_a_blocked_kill(client, coll)
+            with pytest.raises(gevent.Timeout):
+                with gevent.Timeout(0.3):
+                    getattr(session, ending)()
+            assert recorder.commands("killCursors") and not recorder.commands("commitTransaction")
+            assert not recorder.commands("abortTransaction")
+            assert session.in_transaction
+        assert len(recorder.commands("abortTransaction")) == 1  # sent by the session's end
+        assert not _held(client, coll, 1)
+        assert coll.find_one({"_id": 1}) == {"_id": 1, "probe": 1}  # the transaction's update did not land
+        assert pool_problems(client, closed=False) == []
+    finally:
+        _off(client)
+        client.admin.command("killAllSessions", [])  # what a failure left open would hold up the teardown
+
+
+def test_a_commit_interrupted_after_it_is_sent_is_not_aborted(client, recorder, coll) -> None:
+    """Once commitTransaction is on the wire its outcome is unknown: the session's end does not abort it
+    (the server commits it)."""
+    coll.insert_one({"_id": 1})
+    _fail_point(client, {"times": 1}, failCommands=["commitTransaction"], blockConnection=True, blockTimeMS=500)
+    try:
+        with client.start_session() as session:
+            session.start_transaction()
+            coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=session)
+            with pytest.raises(gevent.Timeout):
+                with gevent.Timeout(0.2):
+                    session.commit_transaction()
+            assert not session.in_transaction
+    finally:
+        _off(client)
+    assert recorder.commands("commitTransaction") and not recorder.commands("abortTransaction")
+    wait_until(lambda: coll.find_one({"_id": 1}) == {"_id": 1, "n": 1}, message="the commit applied")

@@ -470,6 +470,8 @@ class Executor:
         listeners = self._command_listeners
         logging_on = COMMAND_LOGGER.isEnabledFor(logging.DEBUG)
         holder.sent = True
+        if operation.ends_transaction:
+            session.transaction.end_sent = True  # type: ignore[union-attr]  # (an explicit session: _execute)
         # Under a timeoutMS the send and the whole reply share its deadline (0: no limit, and no
         # socketTimeoutMS either); otherwise the connection's socketTimeoutMS applies.
         io = _deadline_io(deadline)

@@ -112,6 +112,9 @@ class Transaction:
         self.pinned_connection: Any = None
         self.recovery_token: Optional[Mapping[str, Any]] = None
         self.attempt = 0
+        #: Set by the executor when an attempt of the commit or abort under way reaches the wire.
+        self.end_sent = False
+        self._state_before_end = TransactionState.NONE
 
     @property
     def active(self) -> bool:
@@ -180,7 +183,7 @@ class Transaction:
         # IN_PROGRESS, or COMMITTED again (the user retries a commit whose outcome was unknown).
         if state is TransactionState.COMMITTED:
             self.attempt += 1
-        self.state = TransactionState.COMMITTED
+        self._begin_end(state, TransactionState.COMMITTED)
         return True
 
     def begin_abort(self) -> bool:
@@ -196,6 +199,20 @@ class Transaction:
         if state is not TransactionState.IN_PROGRESS:
             self.unpin()  # nothing to send: the pin ends here
             return False
+        self._begin_end(state, TransactionState.ABORTED)
+        return True
+
+    def _begin_end(self, state: TransactionState, ending: TransactionState) -> None:
+        self._state_before_end, self.end_sent = state, False
+        self.state = ending
+
+    def end_interrupted(self) -> bool:
+        """The commit or abort under way was interrupted (gevent.Timeout, kill): if none of its attempts
+        reached the wire, the server still has the transaction open, so it is as it was before the call
+        (ending the session then aborts it). True when so restored."""
+        if self.end_sent:
+            return False
+        self.state = self._state_before_end
         return True
 
     def reset(self) -> None:
