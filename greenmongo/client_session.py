@@ -206,16 +206,21 @@ class ClientSession:
                 transaction.commit_write_concern(retrying=False), transaction.recovery_token,
                 options.max_commit_time_ms if options is not None else None,
                 majority_on_retry=transaction.commit_write_concern(retrying=True))
-            try:
-                self._core.execute(operation, session=self._state, deadline=deadline)
-            except BaseException as exc:
-                if not isinstance(exc, Exception):
-                    # Interrupted (gevent.Timeout, kill): if nothing was sent, the transaction is still
-                    # open on the server, for end_session to abort.
-                    transaction.end_interrupted()
-                raise
+            self._end_transaction_command(operation, deadline)
         finally:
             self._end_transaction_span()
+
+    def _end_transaction_command(self, operation: CommitTransactionOperation | AbortTransactionOperation,
+                                 deadline: Deadline) -> None:
+        """Send commitTransaction/abortTransaction. Interrupted (gevent.Timeout, kill) before any attempt was
+        sent, the transaction is as it was before the call: still open on the server (and pinned), for
+        end_session to abort."""
+        try:
+            self._core.execute(operation, session=self._state, deadline=deadline)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                self._state.transaction.end_interrupted()
+            raise
 
     def _end_transaction_span(self) -> None:
         tracer = self._core.tracer
@@ -234,19 +239,12 @@ class ClientSession:
             return
         operation = AbortTransactionOperation(transaction.commit_write_concern(retrying=False),
                                               transaction.recovery_token)
-        restored = False
         try:
-            self._core.execute(operation, session=self._state, deadline=deadline)
+            self._end_transaction_command(operation, deadline)
         except GreenMongoError:
             pass  # the spec: abortTransaction errors are not reported
-        except BaseException as exc:
-            if not isinstance(exc, Exception):
-                # Interrupted (gevent.Timeout, kill): if nothing was sent, the transaction is still open on
-                # the server, and keeps its pin, for end_session to abort.
-                restored = transaction.end_interrupted()
-            raise
         finally:
-            if not restored:
+            if not transaction.active:  # (still active: interrupted before it was sent, it keeps its pin)
                 transaction.unpin()
             self._end_transaction_span()
 

@@ -65,6 +65,22 @@ class PoolRecorder(ConnectionPoolListener):
         return [event for event in self.events if isinstance(event, kind)]
 
 
+def held_by_open_transactions(database: Any, collection: str, ids: list, max_time_ms: int = 2000) -> list:
+    """The documents of ``ids`` an open transaction still holds: SecantusDB blocks a plain write to a document
+    an open transaction wrote until the write's maxTimeMS runs out (one document per update: it does not
+    honour maxTimeMS for a multi-document update that waits). Each probe adds 1 to the document's ``probe``."""
+    held = []
+    for document_id in ids:
+        try:
+            database.command("update", collection, updates=[{"q": {"_id": document_id},
+                                                             "u": {"$inc": {"probe": 1}}}], maxTimeMS=max_time_ms)
+        except Exception as exc:
+            if getattr(exc, "code", None) != 50:  # MaxTimeMSExpired
+                raise
+            held.append(document_id)
+    return held
+
+
 @contextlib.contextmanager
 def scratch_database(client: Any, prefix: str) -> Iterator[Any]:
     """A database named ``<prefix><n>`` (unique in this session), dropped before and after use."""

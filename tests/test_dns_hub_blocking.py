@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from itertools import cycle
+from typing import Callable
 
 import pytest
 
@@ -137,20 +138,28 @@ def measure(port: int, function: str, meter: str, patched: bool) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def resolve_until(port: int, meter: str, patched: bool, passed: Callable[[dict], bool]) -> list:
+    """``resolve_many`` under ``meter`` in a fresh interpreter, and once more if the first run did not pass:
+    every run's report (a real block in the resolver shows up in every run; a stray one of the machine's
+    should not repeat). Every run must resolve every name right."""
+    runs = []
+    for _ in range(2):
+        report = measure(port, "resolve_many", meter, patched)
+        assert not report["wrong"], report["wrong"]
+        runs.append(report)
+        if passed(report):
+            break
+    return runs
+
+
 @pytest.mark.parametrize("patched", [False, True], ids=["unpatched", "monkey-patched"])
 def test_200_greenlets_never_stall_the_hub_10ms(dns_server, patched):
     # Idle, the longest stall is 2-4 ms (25 runs of each kind). A CI run once saw one of 12.5 ms that the
     # run-queue clock did not explain (its cause was not found); a resolver that blocks stalls every run
     # (the control sees >= 40 ms each time), so, as in the monitor's test below, a stall must repeat in a
     # second, fresh run to fail the test.
-    runs = []
-    for _ in range(2):
-        report = measure(dns_server.port, "resolve_many", "stall", patched)
-        assert not report["wrong"], report["wrong"]
-        runs.append(report)
-        if report["longest_stall"] < MAX_STALL:
-            break
-    assert report["longest_stall"] < MAX_STALL, json.dumps(runs, indent=1)
+    runs = resolve_until(dns_server.port, "stall", patched, lambda report: report["longest_stall"] < MAX_STALL)
+    assert runs[-1]["longest_stall"] < MAX_STALL, json.dumps(runs, indent=1)
 
 
 @pytest.mark.parametrize("patched", [False, True], ids=["unpatched", "monkey-patched"])
@@ -160,14 +169,8 @@ def test_200_greenlets_gevent_monitor_reports_no_block(dns_server, patched):
     # cannot show; HubMonitor now takes both threads' off). A real block in the resolver shows up in
     # every run, so a report must still repeat in a second, fresh run to fail the test; the failure
     # message has every report whole.
-    runs = []
-    for _ in range(2):
-        report = measure(dns_server.port, "resolve_many", "monitor", patched)
-        assert not report["wrong"], report["wrong"]
-        runs.append(report)
-        if report["monitor_blocked"] == 0:
-            break
-    assert report["monitor_blocked"] == 0, json.dumps(runs, indent=1)
+    runs = resolve_until(dns_server.port, "monitor", patched, lambda report: report["monitor_blocked"] == 0)
+    assert runs[-1]["monitor_blocked"] == 0, json.dumps(runs, indent=1)
 
 
 def test_the_meters_catch_a_blocking_resolver(dns_server):

@@ -31,6 +31,7 @@ from greenmongo.monitoring.topology import (
 )
 from greenmongo.net.handshake import LOAD_BALANCER_UNSUPPORTED
 from greenmongo.options.client_options import MOCK_SERVICE_ID_VARIABLE
+from tests.api_support import held_by_open_transactions
 from tests.servers.load_balancer import LoadBalancer
 from tests.servers.secantus import start_with_users
 from tests.waits import wait_until
@@ -309,22 +310,6 @@ def test_rewinding_a_pinned_cursor_gives_its_connection_back(balancer) -> None:
         client.close()
 
 
-def _open_transactions(internal: MongoClient, collection: str, ids: list) -> list:
-    """The documents an open transaction still holds: SecantusDB blocks a plain write to a document an open
-    transaction wrote until the write's maxTimeMS runs out (one document per update: it does not honour
-    maxTimeMS for a multi-document update that waits)."""
-    held = []
-    for document_id in ids:
-        try:
-            internal.db.command("update", collection, updates=[{"q": {"_id": document_id},
-                                                                 "u": {"$inc": {"probe": 1}}}], maxTimeMS=2000)
-        except Exception as exc:
-            if getattr(exc, "code", None) != 50:  # MaxTimeMSExpired
-                raise
-            held.append(document_id)
-    return held
-
-
 def test_killed_greenlets_leave_no_pinned_connection_and_no_open_transaction(multi, internal) -> None:
     events = Events()
     client = MongoClient(multi.uri, event_listeners=[events], maxPoolSize=6)
@@ -389,7 +374,7 @@ def test_killed_greenlets_leave_no_pinned_connection_and_no_open_transaction(mul
         client.admin.command("ping")  # the next operation sends them and gives the connections back
         at_rest(client)
         assert client._core.pending_kills == 0
-        assert _open_transactions(internal, "lb_kill_targets", target_ids) == []
+        assert held_by_open_transactions(internal.db, "lb_kill_targets", target_ids) == []
         print(f"of {lanes} lanes {killed} killed, {timed_out} timed out")
     finally:
         client.close()

@@ -13,7 +13,7 @@ from greenmongo import MongoClient
 from greenmongo.errors import AutoReconnect, InvalidOperation, OperationFailure
 from greenmongo.read_preferences import ReadPreference
 from greenmongo.write_concern import WriteConcern
-from tests.api_support import Recorder, scratch_database
+from tests.api_support import Recorder, held_by_open_transactions, scratch_database
 from tests.test_kill_safety_e2e import pool_problems
 from tests.waits import wait_event, wait_until
 
@@ -144,20 +144,6 @@ def test_a_greenlet_killed_inside_a_transaction_leaks_nothing(client, recorder, 
     assert [doc["_id"] for doc in coll.find()] == [2]
 
 
-def _held(client: MongoClient, coll, document_id) -> bool:
-    """Whether an open transaction holds the document: SecantusDB blocks a plain write to it until the write's
-    maxTimeMS runs out."""
-    try:
-        client[coll.database.name].command("update", coll.name, updates=[{"q": {"_id": document_id},
-                                                                           "u": {"$inc": {"probe": 1}}}],
-                                           maxTimeMS=1000)
-    except OperationFailure as exc:
-        if exc.code == 50:  # MaxTimeMSExpired
-            return True
-        raise
-    return False
-
-
 def _queue_a_blocked_kill(client: MongoClient, coll) -> None:
     """A killCursors queued for the client's next operation, which the server holds for 2 s: the next
     operation waits there, before anything of its own is sent."""
@@ -191,7 +177,7 @@ def test_a_commit_or_abort_interrupted_before_it_is_sent_leaves_the_abort_to_the
             assert not recorder.commands("abortTransaction")
             assert session.in_transaction
         assert len(recorder.commands("abortTransaction")) == 1  # sent by the session's end
-        assert not _held(client, coll, 1)
+        assert held_by_open_transactions(coll.database, coll.name, [1], max_time_ms=1000) == []
         assert coll.find_one({"_id": 1}) == {"_id": 1, "probe": 1}  # the transaction's update did not land
         assert pool_problems(client, closed=False) == []
     finally:
